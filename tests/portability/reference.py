@@ -1,0 +1,56 @@
+"""References and the error rule of TESTING.md."""
+import math
+
+import torch
+
+
+def fl(ref: torch.Tensor) -> float:
+    """Twice one rounding of the reference: 2·max|(ref + 0.3 − 0.3) − ref| in the reference's precision."""
+    r = ref[torch.isfinite(ref)]
+    if r.numel() == 0:
+        return 0.0
+    return 2 * ((r + 0.3 - 0.3) - r).abs().max().item()
+
+
+def max_err(x: torch.Tensor, ref: torch.Tensor) -> float:
+    d = (x.double() - ref.double()).abs()
+    if torch.isnan(d).any():
+        return math.inf
+    return d.max().item() if d.numel() else 0.0
+
+
+def mean_err(x, ref) -> float:
+    d = (x.double() - ref.double()).abs()
+    return d.mean().item() if d.numel() else 0.0
+
+
+def attention_ref(q, k, v, causal, scale, dtype=torch.float64):
+    """Attention in `dtype` on (B, S, H, D) inputs, the naive way: the float64 reference, or (with the
+    inputs' own dtype) the low-precision PyTorch computation the rule compares against."""
+    B, Sq, H, D = q.shape
+    Sk, Hkv = k.shape[1], k.shape[2]
+    Q = q.to(dtype).transpose(1, 2)
+    K = k.to(dtype).transpose(1, 2).repeat_interleave(H // Hkv, 1)
+    V = v.to(dtype).transpose(1, 2).repeat_interleave(H // Hkv, 1)
+    s = (Q @ K.transpose(-1, -2)) * scale
+    if causal:
+        keep = torch.ones(Sq, Sk, dtype=torch.bool, device=q.device).tril(Sk - Sq)
+        s = s.masked_fill(~keep, -math.inf)
+    lse = torch.logsumexp(s.double(), -1)
+    p = torch.softmax(s, -1).nan_to_num(0.0)  # rows with no key give zeros
+    return (p @ V).transpose(1, 2), lse
+
+
+def check_attention_fwd(out, lse, q, k, v, causal, scale):
+    ref, ref_lse = attention_ref(q, k, v, causal, scale)
+    lp, _ = attention_ref(q, k, v, causal, scale, dtype=q.dtype)
+    e, e_lp = max_err(out, ref), max_err(lp, ref)
+    assert e <= 2 * e_lp + fl(ref), f"max error {e:.3e} > 2·{e_lp:.3e} + fl"
+    assert mean_err(out, ref) <= 1.5 * mean_err(lp, ref) + 1e-12, (
+        f"mean error {mean_err(out, ref):.3e} > 1.5·{mean_err(lp, ref):.3e}")
+    if lse is not None:
+        fin = torch.isfinite(ref_lse)
+        assert torch.equal(torch.isinf(lse) & (lse > 0), ~fin), "rows with no key must have LSE = +inf"
+        if fin.any():
+            rel = ((lse.double()[fin] - ref_lse[fin]).abs() / ref_lse[fin].abs().clamp_min(1.0)).max().item()
+            assert rel <= 1e-3, f"LSE relative error {rel:.2e}"

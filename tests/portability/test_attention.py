@@ -1,0 +1,140 @@
+"""attention forward and backward against float64, by the TESTING.md rule, on awkward shapes."""
+import math
+
+import pytest
+import torch
+
+import tiles
+from reference import attention_ref, check_attention_fwd, fl, max_err
+
+# (B, Sq, Sk, H, Hkv, D): tails, Sq != Sk both ways, length 1, GQA ratios, MQA, batch > 1.
+SHAPES = [
+    (1, 1, 1, 1, 1, 64),
+    (2, 77, 77, 4, 4, 64),
+    (1, 130, 67, 4, 2, 64),
+    (1, 67, 130, 8, 2, 128),
+    (2, 1, 100, 4, 1, 128),
+    (1, 190, 190, 6, 3, 128),
+    (1, 64, 257, 2, 1, 64),
+]
+
+
+def _inputs(B, Sq, Sk, H, Hkv, D, dtype, device, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(B, Sq, H, D, generator=g).to(dtype).to(device)
+    k = torch.randn(B, Sk, Hkv, D, generator=g).to(dtype).to(device)
+    v = torch.randn(B, Sk, Hkv, D, generator=g).to(dtype).to(device)
+    return q, k, v
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("causal", [False, True])
+def test_forward(backend, shape, causal):
+    name, device = backend
+    dtype = torch.bfloat16 if sum(shape) % 2 else torch.float16  # both dtypes over the sample
+    q, k, v = _inputs(*shape, dtype, device)
+    scale = shape[-1] ** -0.5
+    out, lse = tiles.attention(q, k, v, causal=causal, backend=name, return_lse=True)
+    assert out.dtype == q.dtype and out.shape == q.shape and lse.shape == (shape[0], shape[3], shape[1])
+    check_attention_fwd(out, lse, q, k, v, causal, scale)
+
+
+@pytest.mark.parametrize("shape", [SHAPES[2], SHAPES[3], SHAPES[5]], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("causal", [False, True])
+def test_backward(backend, shape, causal):
+    name, device = backend
+    dtype = torch.bfloat16
+    q, k, v = _inputs(*shape, dtype, device, seed=1)
+    scale = 0.7 / math.sqrt(shape[-1])
+    do = torch.randn(q.shape, generator=torch.Generator().manual_seed(2)).to(dtype).to(device)
+    grads = {}
+    for kind, fn in (("tiles", lambda q, k, v: tiles.attention(q, k, v, causal=causal, scale=scale, backend=name)),
+                     ("ref", lambda q, k, v: attention_ref(q, k, v, causal, scale)[0]),
+                     ("lp", lambda q, k, v: attention_ref(q, k, v, causal, scale, dtype=dtype)[0])):
+        dt = torch.float64 if kind == "ref" else dtype
+        xs = [x.detach().to(dt).requires_grad_() for x in (q, k, v)]
+        fn(*xs).backward(do.to(dt))
+        grads[kind] = [x.grad for x in xs]
+    for i, n in enumerate("qkv"):
+        ref = grads["ref"][i]
+        e, e_lp = max_err(grads["tiles"][i], ref), max_err(grads["lp"][i], ref)
+        assert e <= 3 * e_lp + fl(ref), f"d{n}: max error {e:.3e} > 3·{e_lp:.3e} + fl"
+
+
+def test_fully_masked_rows_are_zero_with_finite_grads(backend):
+    name, device = backend
+    q, k, v = _inputs(1, 50, 20, 2, 1, 64, torch.bfloat16, device)
+    q.requires_grad_()
+    out, lse = tiles.attention(q, k, v, causal=True, backend=name, return_lse=True)
+    assert torch.all(out[:, :30] == 0), "rows that see no key must be exactly zero"
+    assert torch.all(torch.isinf(lse[..., :30])) and torch.all(torch.isfinite(lse[..., 30:]))
+    out.float().sum().backward()
+    assert torch.isfinite(q.grad).all() and torch.all(q.grad[:, :30] == 0)
+
+
+def test_non_contiguous_views(backend):
+    name, device = backend
+    B, S, H, D = 2, 70, 4, 64
+    g = torch.Generator().manual_seed(3)
+    # q: a transposed BHSD tensor; k: a head slice of a wider tensor; v: batch expanded with stride 0.
+    q = torch.randn(B, H, S, D, generator=g).to(torch.bfloat16).to(device).transpose(1, 2)
+    k = torch.randn(B, S, H + 3, D, generator=g).to(torch.bfloat16).to(device)[:, :, 1:H + 1]
+    v = torch.randn(1, S, H, D, generator=g).to(torch.bfloat16).to(device).expand(B, S, H, D)
+    out = tiles.attention(q, k, v, causal=True, backend=name)
+    check_attention_fwd(out, None, q, k, v, True, D ** -0.5)
+    q2 = q.detach().clone().requires_grad_()
+    out = tiles.attention(q2, k, v, backend=name)
+    dout = torch.randn(B, S, H, 2 * D, generator=g).to(torch.bfloat16).to(device)[..., ::2]  # non-contiguous
+    out.backward(dout)
+    ref = q.detach().double().requires_grad_()
+    attention_ref(ref, k, v, False, D ** -0.5)[0].backward(dout.double())
+    assert max_err(q2.grad, ref.grad) < 0.05
+
+
+def test_forward_is_bitwise_repeatable(backend):
+    name, device = backend
+    q, k, v = _inputs(1, 100, 90, 4, 2, 64, torch.bfloat16, device, seed=5)
+    a = tiles.attention(q, k, v, causal=True, backend=name)
+    b = tiles.attention(q, k, v, causal=True, backend=name)
+    assert torch.equal(a, b)
+
+
+def test_empty_inputs(backend):
+    name, device = backend
+    for shape in ((0, 10, 10, 2, 2, 64), (1, 0, 10, 2, 2, 64)):
+        q, k, v = _inputs(*shape, torch.bfloat16, device)
+        assert tiles.attention(q, k, v, backend=name).shape == q.shape
+    q, k, v = _inputs(1, 5, 0, 2, 2, 64, torch.bfloat16, device)
+    out, lse = tiles.attention(q, k, v, backend=name, return_lse=True)
+    assert torch.all(out == 0) and torch.all(torch.isinf(lse))
+
+
+def test_nan_stays_in_its_rows(backend):
+    name, device = backend
+    q, k, v = _inputs(1, 40, 40, 2, 2, 64, torch.bfloat16, device, seed=7)
+    q[0, 3, 1, 5] = float("nan")
+    out = tiles.attention(q, k, v, backend=name)
+    bad = torch.isnan(out).any(-1)
+    assert bad[0, 3, 1] and bad.sum() == 1
+
+
+def test_large_logits(backend):
+    name, device = backend
+    q, k, v = _inputs(1, 64, 64, 2, 2, 64, torch.bfloat16, device, seed=8)
+    q = q * 40
+    out, lse = tiles.attention(q, k, v, backend=name, return_lse=True)
+    assert torch.isfinite(out).all() and torch.isfinite(lse).all()
+    check_attention_fwd(out, lse, q, k, v, False, 64 ** -0.5)
+
+
+def test_gradient_through_lse(backend):
+    name, device = backend
+    q, k, v = _inputs(1, 70, 90, 2, 1, 64, torch.bfloat16, device, seed=9)
+    xs = [x.detach().requires_grad_() for x in (q, k, v)]
+    out, lse = tiles.attention(*xs, causal=True, backend=name, return_lse=True)
+    (out.float().sum() + lse.sum()).backward()
+    rs = [x.detach().double().requires_grad_() for x in (q, k, v)]
+    ro, rl = attention_ref(*rs, True, 64 ** -0.5)
+    (ro.sum() + rl.sum()).backward()
+    for a, b in zip(xs, rs):
+        assert max_err(a.grad, b.grad) < 0.05 * b.grad.abs().max().item()

@@ -1,0 +1,77 @@
+"""gemm, layernorm and rotary against float64 references."""
+import pytest
+import torch
+
+import tiles
+from reference import fl, max_err
+
+GEMM_SHAPES = [(1, 1, 1), (1, 67, 5), (33, 1, 129), (70, 130, 90), (129, 257, 200), (200, 64, 512)]
+
+
+@pytest.mark.parametrize("mnk", GEMM_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("dtype,out_dtype", [(torch.bfloat16, None), (torch.float16, torch.float32),
+                                             (torch.bfloat16, torch.float16)])
+def test_gemm(backend, mnk, dtype, out_dtype):
+    name, device = backend
+    M, N, K = mnk
+    g = torch.Generator().manual_seed(M * 7 + N)
+    a = torch.randn(M, K, generator=g).to(dtype).to(device)
+    b = torch.randn(K, N, generator=g).to(dtype).to(device)
+    c = tiles.gemm(a, b, out_dtype=out_dtype, backend=name)
+    assert c.dtype == (out_dtype or dtype) and c.shape == (M, N)
+    ref = a.double() @ b.double()
+    lp = (a @ b).to(c.dtype)
+    assert max_err(c, ref) <= 2 * max_err(lp, ref) + fl(ref)
+
+
+def test_gemm_backward(backend):
+    name, device = backend
+    g = torch.Generator().manual_seed(11)
+    a = torch.randn(65, 97, generator=g).to(torch.bfloat16).to(device).requires_grad_()
+    b = torch.randn(97, 33, generator=g).to(torch.bfloat16).to(device).requires_grad_()
+    dc = torch.randn(65, 33, generator=g).to(torch.bfloat16).to(device)
+    tiles.gemm(a, b, backend=name).backward(dc)
+    ra, rb = a.detach().double().requires_grad_(), b.detach().double().requires_grad_()
+    (ra @ rb).backward(dc.double())
+    la, lb = a.detach().requires_grad_(), b.detach().requires_grad_()
+    (la @ lb).backward(dc)
+    assert max_err(a.grad, ra.grad) <= 2 * max_err(la.grad, ra.grad) + fl(ra.grad)
+    assert max_err(b.grad, rb.grad) <= 2 * max_err(lb.grad, rb.grad) + fl(rb.grad)
+
+
+def test_gemm_empty_and_k0(backend):
+    name, device = backend
+    a = torch.randn(0, 5, dtype=torch.bfloat16, device=device)
+    assert tiles.gemm(a, torch.randn(5, 3, dtype=torch.bfloat16, device=device), backend=name).shape == (0, 3)
+    c = tiles.gemm(torch.randn(4, 0, dtype=torch.bfloat16, device=device),
+                   torch.randn(0, 3, dtype=torch.bfloat16, device=device), backend=name)
+    assert torch.all(c == 0)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 5, 300), (17, 1024), (2, 4097)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_layernorm(backend, shape, dtype):
+    name, device = backend
+    g = torch.Generator().manual_seed(shape[-1])
+    x = (torch.randn(shape, generator=g) * 3 + 1).to(dtype).to(device)
+    w = torch.randn(shape[-1], generator=g).to(dtype).to(device)
+    b = torch.randn(shape[-1], generator=g).to(dtype).to(device)
+    y = tiles.layernorm(x, w, b, eps=1e-5, backend=name)
+    ref = torch.nn.functional.layer_norm(x.double(), (shape[-1],), w.double(), b.double(), 1e-5)
+    torch.testing.assert_close(y, ref.to(dtype))
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 1, 64), (2, 65, 3, 128), (1, 130, 2, 32)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_rotary(backend, shape, dtype):
+    name, device = backend
+    B, S, H, D = shape
+    g = torch.Generator().manual_seed(S)
+    x = torch.randn(shape, generator=g).to(dtype).to(device)
+    ang = torch.randn(S, D // 2, generator=g)
+    cos, sin = ang.cos().to(device), ang.sin().to(device)
+    y = tiles.rotary(x, cos, sin, backend=name)
+    x1, x2 = x.double()[..., : D // 2], x.double()[..., D // 2:]
+    c, s = cos.double()[None, :, None], sin.double()[None, :, None]
+    ref = torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], -1)
+    torch.testing.assert_close(y, ref.to(dtype))

@@ -1,0 +1,126 @@
+"""Bad input raises a ValueError/TypeError naming the argument, before any work (TESTING.md)."""
+import math
+
+import pytest
+import torch
+
+import tiles
+
+bf = torch.bfloat16
+
+
+def qkv(B=1, S=16, H=2, Hkv=2, D=64, dtype=bf, Sk=None):
+    Sk = S if Sk is None else Sk
+    return (torch.randn(B, S, H, D).to(dtype), torch.randn(B, Sk, Hkv, D).to(dtype),
+            torch.randn(B, Sk, Hkv, D).to(dtype))
+
+
+def misaligned(shape, dtype=bf):
+    return torch.randn(int(torch.tensor(shape).prod()) + 1).to(dtype)[1:].view(shape)
+
+
+ATTN_CASES = [
+    ("float32 q", lambda: (qkv(dtype=torch.float32), {}), TypeError, "q has dtype float32; supported: bfloat16, float16"),
+    ("int q", lambda: ((torch.ones(1, 4, 2, 64, dtype=torch.int32),) + qkv()[1:], {}), TypeError, "q has dtype int32"),
+    ("dtype mix", lambda: ((qkv()[0], qkv(dtype=torch.float16)[1], qkv()[2]), {}), TypeError, "q, k, v must share one dtype"),
+    ("rank 3 q", lambda: ((qkv()[0][0],) + qkv()[1:], {}), ValueError, "q must have 4 dimensions"),
+    ("rank 5 k", lambda: ((qkv()[0], qkv()[1][None], qkv()[2]), {}), ValueError, "k must have 4 dimensions"),
+    ("head dim 80", lambda: (qkv(D=80), {}), ValueError, "head_dim is 80; supported head dims: (64, 128)"),
+    ("head dim 32", lambda: (qkv(D=32), {}), ValueError, "supported head dims"),
+    ("k head dim", lambda: ((qkv()[0], qkv(D=128)[1], qkv()[2]), {}), ValueError, "k and v must have q's head_dim"),
+    ("heads not dividing", lambda: (qkv(H=4, Hkv=3), {}), ValueError, "kv heads (3) must divide the query heads (4)"),
+    ("k v length", lambda: ((qkv()[0], qkv(Sk=10)[1], qkv(Sk=11)[2]), {}), ValueError, "same sequence length"),
+    ("k v heads", lambda: ((qkv()[0], qkv(Hkv=1)[1], qkv(Hkv=2)[2]), {}), ValueError, "same number of heads"),
+    ("batch", lambda: ((qkv(B=2)[0],) + qkv(B=1)[1:], {}), ValueError, "share the batch size"),
+    ("inner stride", lambda: ((qkv()[0].transpose(2, 3).contiguous().transpose(2, 3),) + qkv()[1:], {}), ValueError,
+     "q must have a contiguous last dimension"),
+    ("misaligned ptr", lambda: ((misaligned((1, 16, 2, 64)),) + qkv()[1:], {}), ValueError, "16-byte aligned"),
+    ("scale nan", lambda: (qkv(), {"scale": math.nan}), ValueError, "scale must be a finite number > 0, got nan"),
+    ("scale inf", lambda: (qkv(), {"scale": math.inf}), ValueError, "scale must be a finite number > 0"),
+    ("scale 0", lambda: (qkv(), {"scale": 0.0}), ValueError, "scale must be a finite number > 0, got 0.0"),
+    ("scale neg", lambda: (qkv(), {"scale": -1.0}), ValueError, "scale must be a finite number > 0"),
+    ("scale str", lambda: (qkv(), {"scale": "0.1"}), TypeError, "scale must be a float or None"),
+    ("causal int", lambda: (qkv(), {"causal": 1}), TypeError, "causal must be a bool"),
+    ("not tensor", lambda: (([[1.0]],) + qkv()[1:], {}), TypeError, "q must be a torch.Tensor"),
+    ("backend name", lambda: (qkv(), {"backend": "tpu"}), ValueError, "backend='tpu' is not a tiles backend"),
+    ("backend type", lambda: (qkv(), {"backend": 3}), TypeError, "backend must be a str or None"),
+    ("gpu backend on cpu", lambda: (qkv(), {"backend": "hopper"}), ValueError, "backend='hopper' is not available here"),
+    ("cdna on cpu", lambda: (qkv(), {"backend": "cdna"}), ValueError, "backend='cdna' is not available here"),
+    ("meta device mix", lambda: ((qkv()[0], qkv()[1].to("meta"), qkv()[2]), {}), ValueError, "must be on one device"),
+]
+
+
+@pytest.mark.parametrize("case", ATTN_CASES, ids=[c[0] for c in ATTN_CASES])
+def test_attention_bad_input(case):
+    _, make, exc, msg = case
+    args, kw = make()
+    with pytest.raises(exc) as e:
+        tiles.attention(*args, **kw)
+    assert msg in str(e.value)
+
+
+GEMM_CASES = [
+    ("f32 inputs", lambda: (torch.randn(4, 4), torch.randn(4, 4)), {}, TypeError, "a has dtype float32"),
+    ("mixed", lambda: (torch.randn(4, 4).to(bf), torch.randn(4, 4).half()), {}, TypeError, "a, b must share one dtype"),
+    ("rank", lambda: (torch.randn(2, 4, 4).to(bf), torch.randn(4, 4).to(bf)), {}, ValueError, "a must have 2 dimensions"),
+    ("K mismatch", lambda: (torch.randn(4, 5).to(bf), torch.randn(4, 4).to(bf)), {}, ValueError,
+     "a's K (5) must equal b's K (4)"),
+    ("out dtype", lambda: (torch.randn(4, 4).to(bf), torch.randn(4, 4).to(bf)), {"out_dtype": torch.int8}, TypeError,
+     "out_dtype is torch.int8"),
+    ("out dtype type", lambda: (torch.randn(4, 4).to(bf), torch.randn(4, 4).to(bf)), {"out_dtype": "bf16"}, TypeError,
+     "out_dtype must be a torch.dtype"),
+    ("inner stride", lambda: (torch.randn(8, 4).to(bf).T, torch.randn(8, 4).to(bf)), {}, ValueError,
+     "a must have a contiguous last dimension"),
+    ("misaligned", lambda: (misaligned((4, 8)), torch.randn(8, 4).to(bf)), {}, ValueError, "a's data pointer"),
+]
+
+
+@pytest.mark.parametrize("case", GEMM_CASES, ids=[c[0] for c in GEMM_CASES])
+def test_gemm_bad_input(case):
+    _, make, kw, exc, msg = case
+    with pytest.raises(exc) as e:
+        tiles.gemm(*make(), **kw)
+    assert msg in str(e.value)
+
+
+NORM_CASES = [
+    ("weight shape", lambda: (torch.randn(4, 8), torch.randn(7), torch.randn(8)), {}, ValueError,
+     "weight must have shape (8,)"),
+    ("eps", lambda: (torch.randn(4, 8), torch.randn(8), torch.randn(8)), {"eps": 0.0}, ValueError, "eps must be"),
+    ("dtype", lambda: (torch.ones(4, 8, dtype=torch.int32), torch.randn(8), torch.randn(8)), {}, TypeError,
+     "x has dtype int32"),
+    ("too wide", lambda: (torch.randn(1, 20000), torch.randn(20000), torch.randn(20000)), {}, ValueError,
+     "layernorm supports up to 16384"),
+]
+
+
+@pytest.mark.parametrize("case", NORM_CASES, ids=[c[0] for c in NORM_CASES])
+def test_layernorm_bad_input(case):
+    _, make, kw, exc, msg = case
+    with pytest.raises(exc) as e:
+        tiles.layernorm(*make(), **kw)
+    assert msg in str(e.value)
+
+
+ROTARY_CASES = [
+    ("odd D", lambda: (torch.randn(1, 4, 2, 7), torch.randn(4, 3), torch.randn(4, 3)), ValueError, "must be even"),
+    ("table shape", lambda: (torch.randn(1, 4, 2, 8), torch.randn(5, 4), torch.randn(4, 4)), ValueError,
+     "cos must have shape (seq, head_dim/2) = (4, 4)"),
+    ("rank", lambda: (torch.randn(4, 2, 8), torch.randn(4, 4), torch.randn(4, 4)), ValueError, "x must have 4 dimensions"),
+]
+
+
+@pytest.mark.parametrize("case", ROTARY_CASES, ids=[c[0] for c in ROTARY_CASES])
+def test_rotary_bad_input(case):
+    _, make, exc, msg = case
+    with pytest.raises(exc) as e:
+        tiles.rotary(*make())
+    assert msg in str(e.value)
+
+
+def test_index_overflow_is_refused_before_launch():
+    from tiles import validate
+
+    t = torch.empty((2**16, 2**16), dtype=bf, device="meta")  # spans 2^32 elements, takes no memory
+    with pytest.raises(ValueError, match="32-bit index math"):
+        validate.index_range("q", t, 2**31 - 1)

@@ -1,0 +1,238 @@
+"""The tile language: tracing, trace-time errors, the IR text, and the interpreter's semantics."""
+import math
+
+import pytest
+import torch
+
+import tiles
+from tiles import backends
+from tiles.core import ir
+from tiles.core.lang import TileError
+from tiles.kernels import SUITE
+
+
+def _t(*shape, dtype=torch.bfloat16):
+    return torch.randn(shape).to(dtype)
+
+
+@tiles.kernel
+def _copy_kernel(k, X, Y, *, BM=16, BN=16):
+    k.grid(k.cdiv(X.shape[0], BM), k.cdiv(X.shape[1], BN))
+    r0, c0 = k.program_id(0) * BM, k.program_id(1) * BN
+    s = k.shared(BM, BN, X.dtype)
+    t = k.reg(BM, BN, tiles.f32)
+    wait(load_async_(s, X, r0, c0))
+    tiles.load(t, s)
+    tiles.store(Y[:, :], t, row=r0, col=c0)
+
+
+def load_async_(s, X, r0, c0):
+    return tiles.load_async(s, X[:, :], row=r0, col=c0)
+
+
+wait = tiles.wait
+
+
+def test_copy_kernel_runs_and_clips_tails():
+    x = _t(37, 21)
+    y = torch.full((37, 21), float("nan"), dtype=torch.bfloat16)
+    backends.get("interp").launch(_copy_kernel, x, y)
+    assert torch.equal(x, y)
+
+
+def test_ir_text_is_readable():
+    text = SUITE["attention_fwd"].trace(_t(1, 1, 1, 64), _t(1, 1, 1, 64), _t(1, 1, 1, 64), _t(1, 1, 1, 64),
+                                        _t(1, 1, 1, dtype=torch.float32), 0.1, causal=True, D=64).text()
+    for needle in ("kernel attention_fwd(", "overlap PingPong(stages=2)", "shared q: st<bf16, 128x64>",
+                   "for kb in pipeline(", "mma(s, q, kt, tb=True, accumulate=False)", "row_max(m_new, s, m)",
+                   "mask_causal(s,", "store(O[pid2, :, pid1, :], o, row=pid0 * 128, col=0)"):
+        assert needle in text, needle
+
+
+def test_every_suite_op_has_an_interpreter_handler():
+    from tiles.__main__ import _examples
+    from tiles.core.interp import HANDLERS
+
+    for name, kfn in SUITE.items():
+        a, kw = _examples()[name]
+        for node in kfn.trace(*a, **kw).walk():
+            if isinstance(node, ir.Op):
+                assert node.name in HANDLERS, (name, node.name)
+
+
+def _trace_error(body, *args, **kw):
+    kfn = tiles.kernel(body)
+    with pytest.raises(TileError) as e:
+        kfn.trace(*args, **kw)
+    return str(e.value)
+
+
+def test_mma_shape_mismatch_names_op_and_line():
+    def bad(k, A):
+        k.grid(1)
+        acc = k.reg(64, 64, tiles.f32)
+        a = k.reg(64, 32, tiles.bf16)
+        b = k.reg(16, 64, tiles.bf16)
+        tiles.mma(acc, a, b)
+
+    msg = _trace_error(bad, _t(4, 4))
+    assert msg.startswith("mma: shapes do not chain") and "test_lang.py:" in msg and "tiles.mma(acc, a, b)" in msg
+
+
+def test_mma_dtype_mismatch():
+    def bad(k, A):
+        k.grid(1)
+        acc = k.reg(16, 16, tiles.f32)
+        tiles.mma(acc, k.reg(16, 16, tiles.bf16), k.reg(16, 16, tiles.f16))
+
+    assert "mma: inputs must both be bf16 or both f16" in _trace_error(bad, _t(4, 4))
+
+
+def test_accumulator_must_be_f32():
+    def bad(k, A):
+        k.grid(1)
+        acc = k.reg(16, 16, tiles.bf16)
+        tiles.mma(acc, k.reg(16, 16, tiles.bf16), k.reg(16, 16, tiles.bf16))
+
+    assert "accumulator must be f32" in _trace_error(bad, _t(4, 4))
+
+
+def test_tile_too_large():
+    def bad(k, A):
+        k.grid(1)
+        k.reg(512, 512, tiles.f32)
+
+    assert "k.reg: tile (512, 512) has 262144 elements" in _trace_error(bad, _t(4, 4))
+
+
+def test_shared_memory_budget():
+    def bad(k, A):
+        k.grid(1)
+        for _ in range(4):
+            k.shared(256, 128, tiles.f32)
+
+    assert "shared tiles need" in _trace_error(bad, _t(4, 4))
+
+
+def test_elementwise_shape_and_vector_axis_errors():
+    def bad(k, A):
+        k.grid(1)
+        tiles.add(k.reg(16, 16, tiles.f32), k.reg(16, 32, tiles.f32), 1.0)
+
+    assert "add: shape mismatch" in _trace_error(bad, _t(4, 4))
+
+    def bad2(k, A):
+        k.grid(1)
+        tiles.row_max(k.vec(16, axis="col"), k.reg(16, 32, tiles.f32))
+
+    assert "row_max:" in _trace_error(bad2, _t(4, 4))
+
+
+def test_unwaited_token_and_missing_grid():
+    def bad(k, A):
+        k.grid(1)
+        tiles.load_async(k.shared(16, 16, tiles.bf16), A[:, :])
+
+    assert "never waited on" in _trace_error(bad, _t(4, 4))
+
+    def nogrid(k, A):
+        pass
+
+    assert "never called k.grid" in _trace_error(nogrid, _t(4, 4))
+
+
+def test_window_rank_errors():
+    def bad(k, A):
+        k.grid(1)
+        tiles.load(k.reg(16, 16, tiles.f32), A[0, :, :])
+
+    assert "index: A has rank 2; got 3 indices" in _trace_error(bad, _t(4, 4))
+
+
+def test_runtime_scalar_has_no_truth_value():
+    def bad(k, A):
+        k.grid(1)
+        if A.shape[0] > 3:
+            pass
+
+    with pytest.raises(TypeError, match="no truth value"):
+        tiles.kernel(bad).trace(_t(4, 4))
+
+
+def test_read_of_unwritten_tile_poisons_output():
+    @tiles.kernel
+    def forgot(k, Y):
+        k.grid(1)
+        t = k.reg(4, 4, tiles.f32)
+        tiles.store(Y[:, :], t)
+
+    y = torch.zeros(4, 4)
+    backends.get("interp").launch(forgot, y)
+    assert torch.isnan(y).all()
+
+
+def test_load_async_lands_only_at_wait():
+    @tiles.kernel
+    def early(k, X, Y):
+        k.grid(1)
+        s = k.shared(4, 4, tiles.f32)
+        t = k.reg(4, 4, tiles.f32)
+        tok = tiles.load_async(s, X[:, :])
+        tiles.load(t, s)  # too early: the data has not landed
+        tiles.wait(tok)
+        tiles.store(Y[:, :], t)
+
+    y = torch.zeros(4, 4)
+    backends.get("interp").launch(early, torch.randn(4, 4), y)
+    assert torch.isnan(y).all()
+
+
+def test_patterns_validate():
+    with pytest.raises(ValueError, match="stages"):
+        tiles.Pipelined(0)
+    with pytest.raises(ValueError, match="consumers"):
+        tiles.ProducerConsumer(stages=2, consumers=5)
+    assert tiles.PingPong(2).describe() == "PingPong(stages=2)"
+
+
+def test_scalar_exprs():
+    e = ir.cdiv(ir.Sym("n", "dim") + 3, 4) * 2
+    assert ir.evaluate(e, {"n": 10}) == 8
+    assert ir.render(e) == "cdiv(n + 3, 4) * 2"
+    assert ir.evaluate(ir.smin(ir.Sym("a", "dim"), 5) - ir.smax(1, ir.Sym("a", "dim")), {"a": 7}) == -2
+
+
+def test_core_and_kernels_import_no_backend_and_name_no_vendor():
+    """The layering rule: core and kernels never import a backend or a vendor package, and no
+    identifier in them names a vendor (docstrings may explain how backends map a concept)."""
+    import ast
+    import pathlib
+
+    root = pathlib.Path(tiles.__file__).parent
+    vendors = ("hopper", "cdna", "nvidia", "amd", "cuda", "hip", "wgmma", "mfma", "cupy")
+    for f in list((root / "kernels").glob("*.py")) + list((root / "core").glob("*.py")):
+        tree = ast.parse(f.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                mods = [a.name for a in node.names] + ([node.module] if getattr(node, "module", None) else [])
+                for m in mods:
+                    assert not m.startswith(("tiles.backends", "cuda", "hip", "cupy")), (f.name, m)
+            name = getattr(node, "id", None) or getattr(node, "attr", None) or getattr(node, "name", None)
+            if isinstance(name, str):
+                assert not any(v in name.lower() for v in vendors), (f.name, name)
+    for kfn in SUITE.values():
+        assert isinstance(kfn.overlap, tiles.Pipelined.__mro__[1])
+
+
+def test_torch_compile_traces_the_custom_ops():
+    q = torch.randn(1, 20, 2, 64, dtype=torch.bfloat16, requires_grad=True)
+    k = torch.randn(1, 20, 2, 64, dtype=torch.bfloat16)
+
+    def f(q, k):
+        return tiles.attention(q, k, k, causal=True).float().sum() + tiles.gemm(q[0, :, 0], k[0, :, 0].T.contiguous()).float().sum()
+
+    cf = torch.compile(f, backend="aot_eager", fullgraph=True)
+    got = cf(q, k)
+    assert torch.allclose(got, f(q, k))
+    got.backward()
+    assert q.grad is not None and torch.isfinite(q.grad).all()

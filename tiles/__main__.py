@@ -1,0 +1,166 @@
+"""python -m tiles demo | info | show KERNEL --backend B [--arch A] [--emit DIR]"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+
+import torch
+
+
+def _examples():
+    """Representative arguments for each suite kernel (bf16, head dim 128), on the meta device:
+    tracing needs only dtypes and ranks."""
+    bf, f32 = torch.bfloat16, torch.float32
+
+    def t(*shape, dtype=bf):
+        return torch.empty(shape, dtype=dtype, device="meta")
+
+    B, S, H, D = 1, 1024, 16, 128
+    q = t(B, S, H, D)
+    lse = t(B, H, S, dtype=f32)
+    return {
+        "gemm": ((t(4096, 4096), t(4096, 4096), t(4096, 4096)), {}),
+        "attention_fwd": ((q, q, q, q, lse, D**-0.5), {"causal": True, "D": D}),
+        "attention_bwd_prep": ((q, q, lse), {"D": D}),
+        "attention_bwd_dkdv": ((q, q, q, q, lse, lse, q, q, D**-0.5), {"causal": True, "D": D}),
+        "attention_bwd_dq": ((q, q, q, q, lse, lse, q, D**-0.5), {"causal": True, "D": D}),
+        "layernorm": ((t(4096, 4096), t(4096), t(4096), t(4096, 4096), 1e-5), {"NP": 4096, "BM": 4}),
+        "rotary": ((q, t(S, D // 2, dtype=f32), t(S, D // 2, dtype=f32), q), {"D": D}),
+    }
+
+
+SHOW_ALIASES = {"attention_bwd": ["attention_bwd_prep", "attention_bwd_dkdv", "attention_bwd_dq"]}
+
+
+def cmd_show(args) -> int:
+    from tiles import backends
+    from tiles.kernels import SUITE
+
+    names = SHOW_ALIASES.get(args.kernel, [args.kernel])
+    for n in names:
+        if n not in SUITE:
+            print(f"unknown kernel {args.kernel!r}; choose one of {sorted(SUITE) + list(SHOW_ALIASES)}",
+                  file=sys.stderr)
+            return 2
+    ex = _examples()
+    for n in names:
+        kfn = SUITE[n]
+        a, kw = ex[n]
+        be = backends.get(args.backend)
+        kw = dict(kw, **be.config(n, **kw))
+        if args.backend == "interp":
+            text = kfn.trace(*a, **kw).text()
+            print(text)
+            if args.emit:
+                os.makedirs(args.emit, exist_ok=True)
+                with open(os.path.join(args.emit, f"{n}.tir"), "w") as f:
+                    f.write(text + "\n")
+            continue
+        lower = getattr(be, "lower", None)
+        if lower is None:
+            print(f"backend {args.backend!r} cannot lower kernels here: {be.available()[1]}", file=sys.stderr)
+            return 2
+        lowered = lower(kfn, *a, arch=args.arch, **kw)
+        if args.emit:
+            paths = be.emit(lowered, args.emit)
+            print("\n".join(paths))
+        else:
+            print(lowered.source)
+    return 0
+
+
+def cmd_info(args) -> int:
+    import tiles
+    from tiles import backends
+
+    print(f"tiles {tiles.__version__}, torch {torch.__version__}, python {sys.version.split()[0]}")
+    if torch.cuda.is_available():
+        p = torch.cuda.get_device_properties(0)
+        print(f"device: {p.name} ({getattr(p, 'gcnArchName', '') or f'sm_{p.major}{p.minor}'})")
+    else:
+        print("device: none (CPU only)")
+    for name in backends.names():
+        ok, why = backends.get(name).available()
+        print(f"  {name:7} {'present' if ok else 'absent '}  {why}")
+    return 0
+
+
+def _bench(fn, reps=3):
+    fn()
+    times = []
+    for _ in range(reps):
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        fn()
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        times.append(time.perf_counter() - t0)
+    return sorted(times)[len(times) // 2]
+
+
+def cmd_demo(args) -> int:
+    import tiles
+    from tiles import backends
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    be = backends.for_device(device)
+    print(f"tiles demo on {device} with backend '{be.name}'")
+    small = be.name == "interp"
+    B, S, H, Hkv, D = (1, 256, 4, 2, 64) if small else (2, 4096, 16, 16, 128)
+    torch.manual_seed(0)
+    q = torch.randn(B, S, H, D, dtype=torch.bfloat16, device=device)
+    k = torch.randn(B, S, Hkv, D, dtype=torch.bfloat16, device=device)
+    v = torch.randn(B, S, Hkv, D, dtype=torch.bfloat16, device=device)
+    ok = True
+    for causal in (False, True):
+        out = tiles.attention(q, k, v, causal=causal)
+        qt, kt, vt = (x.double().transpose(1, 2) for x in (q, k, v))
+        kt, vt = kt.repeat_interleave(H // Hkv, 1), vt.repeat_interleave(H // Hkv, 1)
+        ref = torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=causal).transpose(1, 2)
+        lp = torch.nn.functional.scaled_dot_product_attention(
+            q.transpose(1, 2), k.transpose(1, 2).repeat_interleave(H // Hkv, 1),
+            v.transpose(1, 2).repeat_interleave(H // Hkv, 1), is_causal=causal).transpose(1, 2)
+        err, err_lp = (out.double() - ref).abs().max().item(), (lp.double() - ref).abs().max().item()
+        t = _bench(lambda: tiles.attention(q, k, v, causal=causal), reps=1 if small else 10)
+        flops = 4 * B * H * S * S * D / (2 if causal else 1)
+        good = err <= 2 * err_lp + 1e-2
+        ok &= good
+        print(f"  attention B={B} S={S} H={H} H_kv={Hkv} D={D} causal={causal!s:5}: max|err| {err:.2e} "
+              f"(torch bf16 {err_lp:.2e}) {'ok' if good else 'WRONG'}  {t * 1e3:8.2f} ms  "
+              f"{flops / t / 1e12:7.2f} TFLOP/s")
+    M = N = Kd = 256 if small else 4096
+    a = torch.randn(M, Kd, dtype=torch.bfloat16, device=device)
+    b = torch.randn(Kd, N, dtype=torch.bfloat16, device=device)
+    c = tiles.gemm(a, b)
+    ref = a.double() @ b.double()
+    err, err_lp = (c.double() - ref).abs().max().item(), ((a @ b).double() - ref).abs().max().item()
+    t = _bench(lambda: tiles.gemm(a, b), reps=1 if small else 10)
+    good = err <= 2 * err_lp + 1e-2 * math.sqrt(Kd)
+    ok &= good
+    print(f"  gemm {M}x{N}x{Kd}: max|err| {err:.2e} (torch bf16 {err_lp:.2e}) {'ok' if good else 'WRONG'}  "
+          f"{t * 1e3:8.2f} ms  {2 * M * N * Kd / t / 1e12:7.2f} TFLOP/s")
+    if small:
+        print("  (the CPU interpreter is the reference semantics, not a fast path; GPU backends are in `info`)")
+    return 0 if ok else 1
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tiles", description=__doc__)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("demo", help="attention and gemm on the best backend present, checked against torch")
+    sub.add_parser("info", help="backends present, versions, and why the others are absent")
+    s = sub.add_parser("show", help="print a suite kernel's IR or generated source")
+    s.add_argument("kernel")
+    s.add_argument("--backend", default="interp", choices=["interp", "hopper", "cdna", "cdna-emu"])
+    s.add_argument("--arch", default=None, help="gfx942 | gfx950 for cdna; sm_90a for hopper")
+    s.add_argument("--emit", default=None, metavar="DIR", help="write a standalone translation unit to DIR")
+    args = ap.parse_args(argv)
+    return {"demo": cmd_demo, "info": cmd_info, "show": cmd_show}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,219 @@
+"""The public entry points: torch custom ops (autograd, torch.compile) over the kernel suite."""
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+import torch
+
+from . import backends, validate
+from .kernels import (attention_bwd_dkdv, attention_bwd_dq, attention_bwd_prep, attention_fwd, gemm as gemm_k,
+                      layernorm as layernorm_k, rotary as rotary_k)
+
+
+def _poison() -> bool:
+    # Tests set this so an element a kernel forgets to write shows up as NaN, not as leftover memory.
+    return os.environ.get("TILES_POISON", "0") == "1"
+
+
+def _empty(shape, dtype, device):
+    if _poison() and dtype.is_floating_point:
+        return torch.full(shape, float("nan"), dtype=dtype, device=device)
+    return torch.empty(shape, dtype=dtype, device=device)
+
+
+def _launch(backend: str, kfn, problem: dict, *args, **kwargs):
+    b = backends.get(backend)
+    kwargs.update(b.config(kfn.name, **problem))
+    b.launch(kfn, *args, **kwargs)
+
+
+# ----------------------------------------------------------------------------- attention
+
+
+@torch.library.custom_op("tiles::attention_fwd", mutates_args=())
+def _attention_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float,
+                   backend: str) -> tuple[torch.Tensor, torch.Tensor]:
+    for n, t in (("q", q), ("k", k), ("v", v)):
+        validate.aligned(n, t)
+    B, Sq, H, D = q.shape
+    out = _empty(q.shape, q.dtype, q.device)
+    lse = _empty((B, H, Sq), torch.float32, q.device)
+    if out.numel() == 0:
+        return out, lse
+    if k.shape[1] == 0:  # no keys at all: every row is fully masked
+        return out.zero_(), lse.fill_(float("inf"))
+    _launch(backend, attention_fwd, dict(D=D, causal=causal, Sq=Sq, Sk=k.shape[1]),
+            q, k, v, out, lse, scale, causal=causal, D=D)
+    return out, lse
+
+
+@_attention_fwd.register_fake
+def _(q, k, v, causal, scale, backend):
+    B, Sq, H, D = q.shape
+    return torch.empty_like(q), q.new_empty((B, H, Sq), dtype=torch.float32)
+
+
+@torch.library.custom_op("tiles::attention_bwd", mutates_args=())
+def _attention_bwd(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor,
+                   lse: torch.Tensor, dlse: Optional[torch.Tensor], causal: bool, scale: float,
+                   backend: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    B, Sq, H, D = q.shape
+    dq = _empty(q.shape, q.dtype, q.device)
+    dk = _empty(k.shape, k.dtype, k.device)
+    dv = _empty(v.shape, v.dtype, v.device)
+    if q.numel() == 0 or k.numel() == 0:
+        return dq.zero_(), dk.zero_(), dv.zero_()
+    do = do.to(q.dtype)
+    if do.stride(-1) != 1 or do.data_ptr() % validate.ALIGN_BYTES:
+        do = do.contiguous()
+    delta = _empty((B, H, Sq), torch.float32, q.device)
+    problem = dict(D=D, causal=causal, Sq=Sq, Sk=k.shape[1])
+    _launch(backend, attention_bwd_prep, problem, out, do, delta, D=D)
+    if dlse is not None:
+        # d lse / d scores = P, so a gradient on the LSE joins softmax's row term: dS = P ∘ (dP − (Δ − dlse)).
+        delta -= dlse.to(torch.float32)
+    _launch(backend, attention_bwd_dkdv, problem, q, k, v, do, lse, delta, dk, dv, scale, causal=causal, D=D)
+    _launch(backend, attention_bwd_dq, problem, q, k, v, do, lse, delta, dq, scale, causal=causal, D=D)
+    return dq, dk, dv
+
+
+@_attention_bwd.register_fake
+def _(do, q, k, v, out, lse, dlse, causal, scale, backend):
+    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+
+
+def _attn_setup(ctx, inputs, output):
+    q, k, v, causal, scale, backend = inputs
+    out, lse = output
+    ctx.save_for_backward(q, k, v, out, lse)
+    ctx.causal, ctx.scale, ctx.backend = causal, scale, backend
+
+
+def _attn_backward(ctx, dout, dlse):
+    q, k, v, out, lse = ctx.saved_tensors
+    if dout is None:  # only the LSE was used
+        dout = torch.zeros_like(out)
+    dq, dk, dv = _attention_bwd(dout, q, k, v, out, lse, dlse, ctx.causal, ctx.scale, ctx.backend)
+    return dq, dk, dv, None, None, None
+
+
+_attention_fwd.register_autograd(_attn_backward, setup_context=_attn_setup)
+
+
+def attention(q, k, v, causal: bool = False, scale: Optional[float] = None, backend: Optional[str] = None,
+              return_lse: bool = False):
+    """Scaled dot-product attention, FlashAttention's layout.
+
+    q: (batch, seq_q, heads, head_dim); k, v: (batch, seq_k, kv_heads, head_dim), kv_heads dividing
+    heads (MHA, GQA, MQA); head_dim 64 or 128; bf16 or fp16. `causal` aligns the mask bottom-right
+    (as FlashAttention does when seq_q != seq_k); rows that see no key give zeros. Returns the output
+    in q's dtype, and with `return_lse` also the log-sum-exp (batch, heads, seq_q) in f32 (+inf on
+    rows with no key). Differentiable in q, k and v, through the output and the LSE.
+    """
+    q, k, v, scale, device = validate.attention(q, k, v, causal, scale, backend)
+    b = backends.resolve(backend, device)
+    for n, t in (("q", q), ("k", k), ("v", v)):
+        validate.index_range(n, t, b.max_index)
+    out, lse = _attention_fwd(q, k, v, causal, scale, b.name)
+    return (out, lse) if return_lse else out
+
+
+# ----------------------------------------------------------------------------- gemm
+
+
+@torch.library.custom_op("tiles::gemm", mutates_args=())
+def _gemm(a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype, backend: str) -> torch.Tensor:
+    validate.aligned("a", a)
+    validate.aligned("b", b)
+    M, K = a.shape
+    N = b.shape[1]
+    c = _row_aligned(_empty((M, N), out_dtype, a.device))
+    if c.numel() == 0:
+        return c
+    if K == 0:
+        return c.zero_()
+    _launch(backend, gemm_k, dict(M=M, N=N, K=K), a, b, c)
+    return c
+
+
+@_gemm.register_fake
+def _(a, b, out_dtype, backend):
+    return a.new_empty((a.shape[0], b.shape[1]), dtype=out_dtype)
+
+
+def _gemm_setup(ctx, inputs, output):
+    a, b, out_dtype, backend = inputs
+    ctx.save_for_backward(a, b)
+    ctx.backend = backend
+
+
+def _gemm_backward(ctx, dc):
+    a, b = ctx.saved_tensors
+    dc = dc.to(a.dtype).contiguous()
+    da = _gemm(_row_aligned(dc), _row_aligned(b.t().contiguous()), a.dtype, ctx.backend)
+    db = _gemm(_row_aligned(a.t().contiguous()), _row_aligned(dc), b.dtype, ctx.backend)
+    return da, db, None, None
+
+
+_gemm.register_autograd(_gemm_backward, setup_context=_gemm_setup)
+
+
+def _row_aligned(t: torch.Tensor) -> torch.Tensor:
+    """t itself, or a copy whose rows start on 16-byte boundaries (odd K or N): the copy engines of
+    both vendors address rows by 16-byte-aligned strides."""
+    if validate.stride_aligned(t):
+        return t
+    cols = -(-t.shape[1] * t.element_size() // validate.ALIGN_BYTES) * validate.ALIGN_BYTES // t.element_size()
+    padded = torch.empty((t.shape[0], cols), dtype=t.dtype, device=t.device)
+    padded[:, : t.shape[1]] = t
+    return padded[:, : t.shape[1]]
+
+
+def gemm(a, b, out_dtype: Optional[torch.dtype] = None, backend: Optional[str] = None):
+    """C = a @ b for a (M, K) and b (K, N), bf16 or fp16, accumulated in f32; C in `out_dtype`
+    (default a's dtype; bf16, fp16 or f32). Any M, N, K (odd ones are copied to aligned rows).
+    Differentiable."""
+    a, b, out_dtype, device = validate.gemm(a, b, out_dtype)
+    a, b = _row_aligned(a), _row_aligned(b)
+    be = backends.resolve(backend, device)
+    validate.index_range("a", a, be.max_index)
+    validate.index_range("b", b, be.max_index)
+    return _gemm(a, b, out_dtype, be.name)
+
+
+# ----------------------------------------------------------------------------- layernorm, rotary
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+MAX_NORM_WIDTH = 16384
+
+
+def layernorm(x, weight, bias, eps: float = 1e-5, backend: Optional[str] = None):
+    """LayerNorm forward over the last dimension of x (any leading shape); output in x's dtype."""
+    x, weight, bias, eps, device = validate.layernorm(x, weight, bias, eps)
+    be = backends.resolve(backend, device)
+    N = x.shape[-1]
+    if N > MAX_NORM_WIDTH:
+        raise ValueError(f"x's last dimension is {N}; layernorm supports up to {MAX_NORM_WIDTH}")
+    x2 = x.reshape(-1, N)
+    y = _empty(x2.shape, x.dtype, x.device)
+    if y.numel():
+        NP = _pow2(N)
+        BM = max(1, min(16, 16384 // NP))
+        _launch(be.name, layernorm_k, dict(N=N), x2, weight, bias, y, eps, NP=NP, BM=BM)
+    return y.reshape(x.shape)
+
+
+def rotary(x, cos, sin, backend: Optional[str] = None):
+    """Rotary embedding (non-interleaved halves) of x (batch, seq, heads, head_dim) with (seq, head_dim/2)
+    cos and sin tables; output in x's dtype."""
+    x, cos, sin, device = validate.rotary(x, cos, sin)
+    be = backends.resolve(backend, device)
+    y = _empty(x.shape, x.dtype, x.device)
+    if y.numel():
+        _launch(be.name, rotary_k, dict(D=x.shape[3]), x, cos, sin, y, D=x.shape[3])
+    return y

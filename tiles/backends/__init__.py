@@ -1,0 +1,71 @@
+"""The backend registry. Vendor backends are imported lazily so a CPU install never loads them."""
+from __future__ import annotations
+
+import importlib
+
+import torch
+
+from tiles.core.backend import Backend, BackendUnavailable, InterpBackend
+
+# name -> "module:Class"; each vendor package exposes one Backend subclass.
+_REGISTRY = {
+    "interp": None,
+    "hopper": "tiles.backends.hopper.backend:HopperBackend",
+    "cdna": "tiles.backends.cdna.backend:CDNABackend",
+}
+_loaded: dict = {}
+
+
+def names() -> list:
+    return list(_REGISTRY)
+
+
+def get(name: str) -> Backend:
+    if name not in _REGISTRY:
+        raise ValueError(f"backend={name!r} is not a tiles backend; choose one of {names()}")
+    if name not in _loaded:
+        spec = _REGISTRY[name]
+        if spec is None:
+            _loaded[name] = InterpBackend()
+        else:
+            mod, cls = spec.split(":")
+            try:
+                _loaded[name] = getattr(importlib.import_module(mod), cls)()
+            except ImportError as e:  # the package of that vendor is not written or not installed
+                _loaded[name] = _Missing(name, f"{type(e).__name__}: {e}")
+    return _loaded[name]
+
+
+class _Missing(Backend):
+    def __init__(self, name, why):
+        self.name, self._why = name, why
+
+    def available(self):
+        return False, self._why
+
+    def serves(self, device):
+        return False
+
+
+def for_device(device: torch.device) -> Backend:
+    """The best backend for tensors on `device`: a vendor backend that serves it, else the interpreter."""
+    if device.type == "cuda":
+        for name in ("hopper", "cdna"):
+            b = get(name)
+            if b.available()[0] and b.serves(device):
+                return b
+    return get("interp")
+
+
+def resolve(backend, device: torch.device) -> Backend:
+    """Turn the `backend=` argument of a public entry point into a Backend, checked for `device`."""
+    if backend is None:
+        return for_device(device)
+    if not isinstance(backend, str):
+        raise TypeError(f"backend must be a str or None, got {type(backend).__name__}")
+    b = get(backend)
+    b.check(device)
+    return b
+
+
+__all__ = ["Backend", "BackendUnavailable", "get", "names", "for_device", "resolve"]

@@ -1,0 +1,69 @@
+"""What a backend is: availability, per-kernel tile configs, and launching a traced kernel."""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from . import interp
+from .trace import KernelFn
+
+
+class BackendUnavailable(ValueError):
+    """A backend was asked for on a machine (or device) that cannot run it."""
+
+
+class Backend:
+    name = "?"
+    max_index = None  # elements one tensor may span; None where index math is 64-bit
+
+    def available(self) -> tuple[bool, str]:
+        """(True, version info) or (False, why not)."""
+        raise NotImplementedError
+
+    def serves(self, device: torch.device) -> bool:
+        """Whether tensors on `device` can be handed to this backend."""
+        raise NotImplementedError
+
+    def config(self, kernel: str, **problem) -> dict:
+        """Compile-time tile sizes for `kernel` on this backend (the kernel's defaults if empty)."""
+        return {}
+
+    def launch(self, kfn: KernelFn, *args, **kwargs) -> None:
+        raise NotImplementedError
+
+    def check(self, device: torch.device) -> None:
+        ok, why = self.available()
+        if not ok:
+            raise BackendUnavailable(f"backend={self.name!r} is not available here: {why}")
+        if not self.serves(device):
+            raise BackendUnavailable(f"backend={self.name!r} cannot run on tensors on device {device}")
+
+
+class InterpBackend(Backend):
+    """The reference interpreter: runs anywhere torch does, slowly, and defines the answers."""
+
+    name = "interp"
+
+    def available(self):
+        return True, f"torch {torch.__version__}"
+
+    def serves(self, device):
+        return True
+
+    def config(self, kernel: str, **problem) -> dict:
+        # Smaller blocks than the GPU backends use: fewer wasted rows on the CPU for short inputs.
+        if kernel == "attention_fwd":
+            return {"BM": 64, "BN": 64}
+        if kernel in ("attention_bwd_dkdv", "attention_bwd_dq"):
+            return {"BM": 64, "BN": 64}
+        if kernel == "gemm":
+            return {"BM": 64, "BN": 64, "BK": 64}
+        return {}
+
+    def launch(self, kfn: KernelFn, *args, **kwargs) -> None:
+        bound = kfn.bind(*args, **kwargs)
+        k = kfn.trace(*args, **kwargs)
+        tensors = {p.name: bound.arguments[p.name] for p in k.params}
+        device: Optional[torch.device] = next((t.device for t in tensors.values()), torch.device("cpu"))
+        interp.run(k, tensors, kfn.runtime_env(k, bound), device)

@@ -1,0 +1,373 @@
+"""The tile IR: typed tiles, scalar expressions, bulk ops, loops and the overlap pattern.
+
+The IR is imperative and destination-first, like the device code it becomes: a tile is a named
+variable, and an op writes its first operand. Loops hold a body of nodes. Every node carries the
+source location of the kernel line that made it, so errors and generated code can point back.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Union
+
+from .dtypes import DType
+from .patterns import Pattern
+
+# ----------------------------------------------------------------------------- scalar expressions
+
+
+class Expr:
+    """An int (or float) scalar known at run time: program ids, loop indices, sizes, strides."""
+
+    is_float = False
+
+    def _bin(self, op, other, swap=False):
+        other = as_expr(other)
+        return Bin(op, other, self) if swap else Bin(op, self, other)
+
+    __add__ = lambda s, o: s._bin("+", o)
+    __radd__ = lambda s, o: s._bin("+", o, True)
+    __sub__ = lambda s, o: s._bin("-", o)
+    __rsub__ = lambda s, o: s._bin("-", o, True)
+    __mul__ = lambda s, o: s._bin("*", o)
+    __rmul__ = lambda s, o: s._bin("*", o, True)
+    __floordiv__ = lambda s, o: s._bin("//", o)
+    __rfloordiv__ = lambda s, o: s._bin("//", o, True)
+    __truediv__ = lambda s, o: s._bin("/", o)
+    __rtruediv__ = lambda s, o: s._bin("/", o, True)
+    __mod__ = lambda s, o: s._bin("%", o)
+
+    def __neg__(self):
+        return Bin("-", Const(0), self)
+
+    def __bool__(self):
+        raise TypeError(
+            "a run-time scalar has no truth value at trace time: use masks, k.min/k.max or a constexpr argument"
+        )
+
+    def _no_compare(self, other):
+        self.__bool__()
+
+    __lt__ = __le__ = __gt__ = __ge__ = _no_compare
+
+    def __hash__(self):
+        return id(self)
+
+
+@dataclass(eq=False)
+class Const(Expr):
+    value: Union[int, float]
+
+    @property
+    def is_float(self):
+        return isinstance(self.value, float)
+
+
+@dataclass(eq=False)
+class Sym(Expr):
+    """A named run-time value. kind: pid | loop | dim | stride | arg."""
+
+    name: str
+    kind: str
+    float_: bool = False
+
+    @property
+    def is_float(self):
+        return self.float_
+
+
+@dataclass(eq=False)
+class Bin(Expr):
+    op: str  # + - * // / % min max cdiv
+    a: Expr
+    b: Expr
+
+    @property
+    def is_float(self):
+        return self.op == "/" or self.a.is_float or self.b.is_float
+
+
+def as_expr(x) -> Expr:
+    if isinstance(x, Expr):
+        return x
+    if isinstance(x, bool):
+        raise TypeError("booleans are constexpr values, not run-time scalars")
+    if isinstance(x, (int, float)):
+        return Const(x)
+    raise TypeError(f"expected an int/float or a run-time scalar, got {type(x).__name__}")
+
+
+def smin(a, b):
+    return Bin("min", as_expr(a), as_expr(b))
+
+
+def smax(a, b):
+    return Bin("max", as_expr(a), as_expr(b))
+
+
+def cdiv(a, b):
+    if isinstance(a, int) and isinstance(b, int):
+        return -(-a // b)
+    return Bin("cdiv", as_expr(a), as_expr(b))
+
+
+def _floordiv(a, b):
+    return a // b if b else 0
+
+
+_EVAL = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+    "//": _floordiv,
+    "/": lambda a, b: a / b,
+    "%": lambda a, b: a % b if b else 0,
+    "min": min,
+    "max": max,
+    "cdiv": lambda a, b: -(-a // b) if b else 0,
+}
+
+
+def evaluate(e: Expr, env: dict):
+    if isinstance(e, Const):
+        return e.value
+    if isinstance(e, Sym):
+        return env[e.name]
+    if isinstance(e, Bin):
+        return _EVAL[e.op](evaluate(e.a, env), evaluate(e.b, env))
+    raise TypeError(f"not an expression: {e!r}")
+
+
+_PREC = {"+": 1, "-": 1, "*": 2, "//": 2, "/": 2, "%": 2}
+
+
+def render(e: Expr, name: Callable[[Sym], str] = lambda s: s.name, call=None, parent=0) -> str:
+    """Text of an expression. `call(op, a, b)` spells min/max/cdiv and the integer division for a
+    target language; the default spelling is the IR's own."""
+    if isinstance(e, Const):
+        v = e.value
+        if isinstance(v, float):
+            return "INFINITY" if v == math.inf else "-INFINITY" if v == -math.inf else repr(v)
+        return str(v)
+    if isinstance(e, Sym):
+        return name(e)
+    a = render(e.a, name, call, _PREC.get(e.op, 0))
+    b = render(e.b, name, call, _PREC.get(e.op, 0) + 1)
+    if e.op in ("min", "max", "cdiv"):
+        return call(e.op, a, b) if call else f"{e.op}({a}, {b})"
+    op = e.op
+    if call and op == "//":
+        op = call("//", None, None) or "/"
+    s = f"{a} {op} {b}"
+    return f"({s})" if _PREC[e.op] < parent else s
+
+
+# ----------------------------------------------------------------------------- values
+
+
+@dataclass(eq=False)
+class Tile:
+    """A register tile (kind='reg'), shared tile (kind='shared') or register vector (kind='vec').
+
+    Vectors have shape (n,) and an axis: 'row' holds one value per row of an (n, x) tile,
+    'col' one value per column of an (x, n) tile."""
+
+    name: str
+    kind: str
+    shape: tuple
+    dtype: DType
+    axis: Optional[str] = None  # vectors only
+
+    @property
+    def rows(self):
+        return self.shape[0]
+
+    @property
+    def cols(self):
+        return self.shape[1] if len(self.shape) > 1 else 1
+
+    @property
+    def numel(self):
+        return math.prod(self.shape)
+
+    def type_str(self) -> str:
+        if self.kind == "vec":
+            return f"vec<{self.dtype}, {self.shape[0]}, {self.axis}>"
+        prefix = "rt" if self.kind == "reg" else "st"
+        return f"{prefix}<{self.dtype}, {self.shape[0]}x{self.shape[1]}>"
+
+    def __repr__(self):
+        return self.name
+
+    def __hash__(self):
+        return id(self)
+
+
+@dataclass(eq=False)
+class Param:
+    """A global tensor parameter: rank, dtype, run-time dims and strides."""
+
+    name: str
+    rank: int
+    dtype: DType
+    dims: tuple = ()
+    strides: tuple = ()
+
+    def __post_init__(self):
+        self.dims = tuple(Sym(f"{self.name}.shape{i}", "dim") for i in range(self.rank))
+        self.strides = tuple(Sym(f"{self.name}.stride{i}", "stride") for i in range(self.rank))
+
+    def __hash__(self):
+        return id(self)
+
+
+@dataclass(eq=False)
+class View:
+    """A 1-D or 2-D window of a Param: fixed indices on some axes, the rest kept (rows, cols)."""
+
+    param: Param
+    index: tuple  # one entry per param axis: an Expr, or None for a kept axis
+
+    @property
+    def kept(self) -> tuple:
+        return tuple(i for i, x in enumerate(self.index) if x is None)
+
+    @property
+    def rank(self):
+        return len(self.kept)
+
+    @property
+    def dims(self):
+        return tuple(self.param.dims[i] for i in self.kept)
+
+    @property
+    def dtype(self):
+        return self.param.dtype
+
+    def text(self) -> str:
+        parts = [":" if x is None else render(x) for x in self.index]
+        return f"{self.param.name}[{', '.join(parts)}]"
+
+
+# ----------------------------------------------------------------------------- nodes
+
+
+@dataclass(eq=False)
+class Loc:
+    file: str
+    line: int
+    code: str = ""
+
+    def __str__(self):
+        return f"{self.file}:{self.line}"
+
+
+@dataclass(eq=False)
+class Op:
+    """A bulk op. outs are written, ins are read; attrs hold static values and scalar Exprs."""
+
+    name: str
+    outs: list
+    ins: list
+    attrs: dict = field(default_factory=dict)
+    loc: Optional[Loc] = None
+
+
+@dataclass(eq=False)
+class Loop:
+    index: Sym
+    start: Expr
+    stop: Expr
+    body: list
+    pipelined: bool = False
+    loc: Optional[Loc] = None
+
+
+@dataclass(eq=False)
+class Kernel:
+    """One specialization of a traced kernel."""
+
+    name: str
+    params: list  # Param
+    scalars: list  # Sym(kind='arg') for float run-time arguments
+    constexprs: dict
+    tiles: list  # every Tile declared, in order
+    grid: tuple  # three Exprs
+    body: list
+    pattern: Pattern
+    doc: str = ""
+
+    # --- queries the lowerings use
+    def walk(self, nodes=None):
+        """Every node, depth first, loops before their bodies."""
+        for n in self.body if nodes is None else nodes:
+            yield n
+            if isinstance(n, Loop):
+                yield from self.walk(n.body)
+
+    def main_loop(self) -> Optional[Loop]:
+        for n in self.walk():
+            if isinstance(n, Loop) and n.pipelined:
+                return n
+        return None
+
+    def shared_bytes(self) -> int:
+        return sum(t.numel * t.dtype.bytes for t in self.tiles if t.kind == "shared")
+
+    def text(self) -> str:
+        return format_kernel(self)
+
+
+# ----------------------------------------------------------------------------- text form
+
+
+def _arg_text(x) -> str:
+    if isinstance(x, Tile):
+        return x.name
+    if isinstance(x, View):
+        return x.text()
+    if isinstance(x, Expr):
+        return render(x)
+    if isinstance(x, float):
+        return render(Const(x))
+    return repr(x)
+
+
+def format_op(op: Op) -> str:
+    if op.name == "wait":
+        return f"wait({', '.join(op.attrs['tokens'])})"
+    operands = op.outs + op.ins
+    if op.name == "store":  # destination first, as written in the kernel
+        operands = [op.ins[1], op.ins[0]]
+    args = [_arg_text(x) for x in operands]
+    hidden = {"token"}
+    args += [f"{k}={_arg_text(v)}" for k, v in op.attrs.items() if v is not None and k not in hidden
+             and not (isinstance(v, bool) and not v and k in ("ta", "tb"))]
+    lhs = f"{op.attrs['token']} = " if op.name == "load_async" else ""
+    return f"{lhs}{op.name}({', '.join(args)})"
+
+
+def format_kernel(k: Kernel) -> str:
+    lines = []
+    sig = ", ".join(f"{p.name}: {p.dtype}[{p.rank}d]" for p in k.params)
+    sig += "".join(f", {s.name}: f32" for s in k.scalars)
+    lines.append(f"kernel {k.name}({sig})")
+    if k.constexprs:
+        lines.append("  constexpr " + ", ".join(f"{a}={v!r}" for a, v in k.constexprs.items()))
+    lines.append(f"  overlap {k.pattern.describe()}")
+    lines.append("  grid (" + ", ".join(render(g) for g in k.grid) + ")")
+    for t in k.tiles:
+        lines.append(f"  {t.kind:6} {t.name}: {t.type_str()}")
+
+    def body(nodes, depth):
+        pad = "  " * depth
+        for n in nodes:
+            if isinstance(n, Loop):
+                kw = "pipeline" if n.pipelined else "range"
+                lines.append(f"{pad}for {n.index.name} in {kw}({render(n.start)}, {render(n.stop)}):")
+                body(n.body, depth + 1)
+            else:
+                lines.append(f"{pad}{format_op(n)}")
+
+    body(k.body, 1)
+    return "\n".join(lines)

@@ -1,0 +1,443 @@
+"""The tile language: what a kernel body calls. Each call records one IR node and checks it.
+
+Ops are destination-first (ThunderKittens style): `exp2(p, s)` writes p. Misuse raises TileError at
+trace time with the op's name and the kernel line that called it.
+"""
+from __future__ import annotations
+
+import linecache
+import math
+import os
+import re
+import sys
+import threading
+from typing import Optional
+
+from . import ir
+from .dtypes import MMA_INPUTS, DType, as_dtype, f32
+from .ir import Expr, Loc, Loop, Op, Param, Sym, Tile, View, as_expr
+
+# Generic limits; each backend checks its own tighter budget when it lowers.
+MAX_TILE_ELEMENTS = 256 * 256
+MAX_SHARED_BYTES = 227 * 1024
+
+
+class TileError(ValueError):
+    """Misuse of the tile language, found at trace time."""
+
+
+_state = threading.local()
+_CORE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _caller_loc() -> Optional[Loc]:
+    f = sys._getframe(1)
+    while f is not None and os.path.dirname(os.path.abspath(f.f_code.co_filename)) == _CORE_DIR:
+        f = f.f_back
+    if f is None:
+        return None
+    fn, line = f.f_code.co_filename, f.f_lineno
+    return Loc(os.path.basename(fn), line, linecache.getline(fn, line).strip())
+
+
+def fail(op: str, msg: str):
+    loc = _caller_loc()
+    where = f" (at {loc}: `{loc.code}`)" if loc else ""
+    raise TileError(f"{op}: {msg}{where}")
+
+
+def current() -> "Builder":
+    b = getattr(_state, "builder", None)
+    if b is None:
+        raise TileError("tile ops can only be called inside a @tiles.kernel function while it is traced")
+    return b
+
+
+_ASSIGN = re.compile(r"^\s*([A-Za-z_]\w*)\s*=")
+
+
+class Builder:
+    """The `k` handed to a kernel body: declares tiles, the grid, loops; collects the IR."""
+
+    def __init__(self, name: str, pattern):
+        self.name = name
+        self.pattern = pattern
+        self.tiles: list[Tile] = []
+        self.blocks: list[list] = [[]]
+        self._grid = None
+        self._names: dict[str, int] = {}
+        self._tokens = 0
+        self._pending: dict[str, Op] = {}  # token -> its load_async, until waited on
+        self._loops = 0
+        self._has_pipeline = False
+
+    # ---- naming: a tile takes the name of the variable it is assigned to, so the IR and the
+    # generated code read like the kernel source.
+    def _fresh(self, hint: str) -> str:
+        n = self._names.get(hint, 0)
+        self._names[hint] = n + 1
+        return hint if n == 0 else f"{hint}{n}"
+
+    def _name_from_source(self, default: str) -> str:
+        loc = _caller_loc()
+        m = _ASSIGN.match(loc.code) if loc else None
+        return self._fresh(m.group(1) if m else default)
+
+    def emit(self, node):
+        self.blocks[-1].append(node)
+
+    # ---- declarations
+    def _tile(self, kind, shape, dtype, axis=None, what="tile"):
+        dtype = as_dtype(dtype)
+        for s in shape:
+            if not isinstance(s, int) or s <= 0:
+                fail(what, f"tile dimensions must be positive python ints (compile-time), got {shape}")
+        numel = math.prod(shape)
+        if numel > MAX_TILE_ELEMENTS:
+            fail(what, f"tile {shape} has {numel} elements; the most one tile may hold is {MAX_TILE_ELEMENTS}")
+        t = Tile(self._name_from_source(kind[0]), kind, tuple(shape), dtype, axis)
+        self.tiles.append(t)
+        if kind == "shared":
+            used = sum(x.numel * x.dtype.bytes for x in self.tiles if x.kind == "shared")
+            if used > MAX_SHARED_BYTES:
+                fail(what, f"shared tiles need {used} bytes; at most {MAX_SHARED_BYTES} are available")
+        return t
+
+    def reg(self, rows: int, cols: int, dtype) -> Tile:
+        """A register tile (rt)."""
+        return self._tile("reg", (rows, cols), dtype, what="k.reg")
+
+    def shared(self, rows: int, cols: int, dtype) -> Tile:
+        """A shared-memory tile (st): smem on NVIDIA, LDS on AMD."""
+        return self._tile("shared", (rows, cols), dtype, what="k.shared")
+
+    def vec(self, n: int, dtype=f32, axis: str = "row") -> Tile:
+        """A register vector: axis='row' holds one value per row of a tile, 'col' one per column."""
+        if axis not in ("row", "col"):
+            fail("k.vec", f"axis must be 'row' or 'col', got {axis!r}")
+        return self._tile("vec", (n,), dtype, axis, what="k.vec")
+
+    # ---- grid and scalars
+    def grid(self, x, y=1, z=1):
+        if self._grid is not None:
+            fail("k.grid", "the grid is already set")
+        self._grid = tuple(as_expr(v) for v in (x, y, z))
+
+    def program_id(self, axis: int) -> Sym:
+        if axis not in (0, 1, 2):
+            fail("k.program_id", f"axis must be 0, 1 or 2, got {axis!r}")
+        return Sym(f"pid{axis}", "pid")
+
+    cdiv = staticmethod(ir.cdiv)
+
+    @staticmethod
+    def grouped(pid, tiles_m, tiles_n, group: int):
+        """(m, n) of tile `pid` in grouped order: `group` rows of tiles are swept column by column,
+        so consecutive programs share A rows and B columns in L2."""
+        width = group * tiles_n
+        first_m = (pid // width) * group
+        rows = ir.smin(tiles_m - first_m, group)
+        return first_m + (pid % width) % rows, (pid % width) // rows
+    min = staticmethod(ir.smin)
+    max = staticmethod(ir.smax)
+
+    # ---- loops
+    def _loop(self, start, stop, pipelined):
+        if stop is None:
+            start, stop = 0, start
+        idx = Sym(self._fresh("i" if not pipelined else "kb"), "loop")
+        loop = Loop(idx, as_expr(start), as_expr(stop), [], pipelined, _caller_loc())
+        self.emit(loop)
+        self.blocks.append(loop.body)
+        try:
+            yield idx
+        finally:
+            self.blocks.pop()
+
+    def range(self, start, stop=None):
+        """A sequential loop; the body is traced once."""
+        return self._loop(start, stop, False)
+
+    def pipeline(self, start, stop=None):
+        """The kernel's main loop: the overlap pattern pipelines the load_asyncs in its body."""
+        if self._has_pipeline:
+            fail("k.pipeline", "a kernel has at most one pipelined main loop")
+        self._has_pipeline = True
+        return self._loop(start, stop, True)
+
+    def finish(self, name, params, scalars, constexprs, doc) -> ir.Kernel:
+        if self._grid is None:
+            fail("kernel", f"{name} never called k.grid(...)")
+        if self._pending:
+            fail("kernel", f"load_async tokens {sorted(self._pending)} are never waited on")
+        return ir.Kernel(name, params, scalars, constexprs, self.tiles, self._grid, self.blocks[0], self.pattern, doc)
+
+
+class GlobalArg:
+    """What a kernel body sees for a tensor parameter: dtype, shape, and G[b, :, h, :] windows."""
+
+    def __init__(self, param: Param):
+        self.param = param
+
+    @property
+    def dtype(self) -> DType:
+        return self.param.dtype
+
+    @property
+    def shape(self) -> tuple:
+        return self.param.dims
+
+    @property
+    def ndim(self):
+        return self.param.rank
+
+    def __getitem__(self, idx) -> View:
+        if not isinstance(idx, tuple):
+            idx = (idx,)
+        if len(idx) != self.param.rank:
+            fail("index", f"{self.param.name} has rank {self.param.rank}; got {len(idx)} indices")
+        index = []
+        for x in idx:
+            if isinstance(x, slice):
+                if x != slice(None):
+                    fail("index", "only ':' slices are supported; offsets go in row=/col= of load/store")
+                index.append(None)
+            else:
+                index.append(as_expr(x))
+        v = View(self.param, tuple(index))
+        if v.rank not in (1, 2):
+            fail("index", f"a window keeps 1 or 2 axes, {self.param.name}{list(idx)} keeps {v.rank}")
+        return v
+
+
+# ----------------------------------------------------------------------------- op helpers
+
+
+def _check_tile(op, x, kinds=("reg", "vec")):
+    if not isinstance(x, Tile):
+        fail(op, f"expected a tile, got {type(x).__name__}")
+    if x.kind not in kinds:
+        fail(op, f"{x.name} is a {x.kind} tile; this operand must be one of {kinds}")
+
+
+def _same_shape(op, a: Tile, b: Tile):
+    if a.shape != b.shape or (a.kind == "vec") != (b.kind == "vec") or a.axis != b.axis:
+        fail(op, f"shape mismatch: {a.name} is {a.type_str()}, {b.name} is {b.type_str()}")
+
+
+def _record(name, outs, ins, **attrs):
+    current().emit(Op(name, list(outs), list(ins), attrs, _caller_loc()))
+
+
+def _scalar_or_tile(op, d: Tile, b):
+    if isinstance(b, Tile):
+        _check_tile(op, b)
+        _same_shape(op, d, b)
+        return b
+    if isinstance(b, (int, float)) and not isinstance(b, bool):
+        return ir.Const(float(b))
+    if isinstance(b, Expr):
+        return b
+    fail(op, f"second operand must be a tile or a scalar, got {type(b).__name__}")
+
+
+# ----------------------------------------------------------------------------- memory ops
+
+
+def _window(op, v, dst: Tile, row, col):
+    if not isinstance(v, View):
+        fail(op, f"expected a global window like G[b, :, h, :], got {type(v).__name__}")
+    if dst.kind == "vec":
+        if v.rank != 1:
+            fail(op, f"a vector moves through a 1-D window; {v.text()} keeps {v.rank} axes")
+        if col is not None:
+            fail(op, "a 1-D window takes row= only")
+    elif v.rank != 2:
+        fail(op, f"a tile moves through a 2-D window; {v.text()} keeps {v.rank} axes")
+    return as_expr(row if row is not None else 0), as_expr(col if col is not None else 0)
+
+
+def load(dst: Tile, src, row=None, col=None):
+    """dst <- src. src is a global window (out-of-range elements read 0) or a shared tile."""
+    _check_tile("load", dst)
+    if isinstance(src, Tile):
+        _check_tile("load", src, ("shared",))
+        if dst.shape != src.shape:
+            fail("load", f"shape mismatch: {dst.name} {dst.shape} vs {src.name} {src.shape}")
+        _record("load", [dst], [src])
+        return
+    r, c = _window("load", src, dst, row, col)
+    _record("load", [dst], [src], row=r, col=c if dst.kind != "vec" else None)
+
+
+def load_async(dst: Tile, src: View, row=None, col=None) -> str:
+    """Start dst(shared) <- src(global); returns a token for `wait`. Out-of-range reads 0."""
+    _check_tile("load_async", dst, ("shared",))
+    r, c = _window("load_async", src, dst, row, col)
+    b = current()
+    token = f"t{b._tokens}"
+    b._tokens += 1
+    op = Op("load_async", [dst], [src], {"row": r, "col": c, "token": token}, _caller_loc())
+    b.emit(op)
+    b._pending[token] = op
+    return token
+
+
+def wait(*tokens):
+    """Block until the load_asyncs behind these tokens have landed."""
+    b = current()
+    for t in tokens:
+        if t not in b._pending:
+            fail("wait", f"{t!r} is not an outstanding load_async token")
+        del b._pending[t]
+    _record("wait", [], [], tokens=tuple(tokens))
+
+
+def store(dst: View, src: Tile, row=None, col=None):
+    """dst(global) <- src, converted to the window's dtype; out-of-range elements are dropped."""
+    _check_tile("store", src)
+    r, c = _window("store", dst, src, row, col)
+    _record("store", [], [src, dst], row=r, col=c if src.kind != "vec" else None)
+
+
+# ----------------------------------------------------------------------------- compute ops
+
+
+def mma(acc: Tile, a: Tile, b: Tile, ta: bool = False, tb: bool = False, accumulate: bool = True):
+    """acc += op(a) @ op(b) (acc = ... with accumulate=False). acc is f32; a, b bf16/f16."""
+    _check_tile("mma", acc, ("reg",))
+    _check_tile("mma", a, ("reg", "shared"))
+    _check_tile("mma", b, ("reg", "shared"))
+    if acc.dtype != f32:
+        fail("mma", f"the accumulator must be f32, {acc.name} is {acc.dtype}")
+    if a.dtype not in MMA_INPUTS or a.dtype != b.dtype:
+        fail("mma", f"inputs must both be bf16 or both f16; got {a.name}: {a.dtype}, {b.name}: {b.dtype}")
+    m, ka = (a.cols, a.rows) if ta else (a.rows, a.cols)
+    kb, n = (b.cols, b.rows) if tb else (b.rows, b.cols)
+    if ka != kb or (m, n) != acc.shape:
+        fail(
+            "mma",
+            f"shapes do not chain: op(a) is {m}x{ka}, op(b) is {kb}x{n}, acc {acc.name} is "
+            f"{acc.rows}x{acc.cols}",
+        )
+    _record("mma", [acc], [a, b], ta=ta, tb=tb, accumulate=accumulate)
+
+
+def zero(t: Tile):
+    _check_tile("zero", t)
+    _record("fill", [t], [], value=ir.Const(0.0))
+
+
+def fill(t: Tile, value):
+    _check_tile("fill", t)
+    _record("fill", [t], [], value=as_expr(float(value) if isinstance(value, int) else value))
+
+
+def cast(dst: Tile, src: Tile):
+    _check_tile("cast", dst)
+    _check_tile("cast", src)
+    _same_shape("cast", dst, src)
+    _record("cast", [dst], [src])
+
+
+def _unary(name):
+    def op(dst: Tile, src: Tile):
+        _check_tile(name, dst)
+        _check_tile(name, src)
+        _same_shape(name, dst, src)
+        _record(name, [dst], [src])
+
+    op.__name__ = name
+    op.__doc__ = f"dst = {name}(src), elementwise."
+    return op
+
+
+def _binary(name):
+    def op(dst: Tile, a: Tile, b):
+        _check_tile(name, dst)
+        _check_tile(name, a)
+        _same_shape(name, dst, a)
+        _record(name, [dst], [a, _scalar_or_tile(name, dst, b)])
+
+    op.__name__ = name
+    op.__doc__ = f"dst = {name}(a, b), elementwise; b is a tile of the same shape or a scalar."
+    return op
+
+
+UNARY = ("exp", "exp2", "log", "log2", "neg", "abs", "rsqrt", "copy")
+BINARY = ("add", "sub", "mul", "div", "max", "min")
+
+exp, exp2, log, log2, neg, abs, rsqrt, copy = (_unary(n) for n in UNARY)
+add, sub, mul, div, max, min = (_binary(n) for n in BINARY)
+
+
+def _reduce(name, axis):
+    def op(dst: Tile, src: Tile, init: Optional[Tile] = None):
+        _check_tile(name, src, ("reg",))
+        _check_tile(name, dst, ("vec",))
+        n = src.rows if axis == "row" else src.cols
+        if dst.axis != axis or dst.shape[0] != n:
+            fail(name, f"{dst.name} must be vec<{n}, {axis}> for {src.name} {src.type_str()}, is {dst.type_str()}")
+        if init is not None:
+            _check_tile(name, init, ("vec",))
+            _same_shape(name, dst, init)
+        _record(name, [dst], [src] + ([init] if init is not None else []))
+
+    op.__name__ = name
+    op.__doc__ = f"dst[{'r' if axis == 'row' else 'c'}] = reduce over the other axis of src (combined with init)."
+    return op
+
+
+row_max, row_sum = _reduce("row_max", "row"), _reduce("row_sum", "row")
+col_max, col_sum = _reduce("col_max", "col"), _reduce("col_sum", "col")
+
+
+def _broadcast(name, axis):
+    def op(dst: Tile, src: Tile, v: Tile):
+        _check_tile(name, dst, ("reg",))
+        _check_tile(name, src, ("reg",))
+        _check_tile(name, v, ("vec",))
+        _same_shape(name, dst, src)
+        n = src.rows if axis == "row" else src.cols
+        if v.axis != axis or v.shape[0] != n:
+            fail(name, f"{v.name} must be vec<{n}, {axis}> for {src.name} {src.type_str()}, is {v.type_str()}")
+        _record(name, [dst], [src, v])
+
+    op.__name__ = name
+    return op
+
+
+add_row, sub_row, mul_row, div_row = (_broadcast(f"{o}_row", "row") for o in ("add", "sub", "mul", "div"))
+add_col, sub_col, mul_col, div_col = (_broadcast(f"{o}_col", "col") for o in ("add", "sub", "mul", "div"))
+
+
+def mask_causal(t: Tile, row0, col0, offset=0, value=-math.inf):
+    """t[r, c] = value where col0 + c > row0 + r + offset (offset = Sk - Sq: bottom-right aligned)."""
+    _check_tile("mask_causal", t, ("reg",))
+    _record("mask_causal", [t], [], row0=as_expr(row0), col0=as_expr(col0), offset=as_expr(offset),
+            value=as_expr(float(value)))
+
+
+def mask_cols(t: Tile, col0, limit, value=-math.inf):
+    """t[r, c] = value where col0 + c >= limit."""
+    _check_tile("mask_cols", t, ("reg",))
+    _record("mask_cols", [t], [], col0=as_expr(col0), limit=as_expr(limit), value=as_expr(float(value)))
+
+
+def mask_rows(t: Tile, row0, limit, value=0.0):
+    """t[r, c] = value where row0 + r >= limit (for vectors: t[r])."""
+    _check_tile("mask_rows", t)
+    _record("mask_rows", [t], [], row0=as_expr(row0), limit=as_expr(limit), value=as_expr(float(value)))
+
+
+CMPS = ("==", "!=", "<", "<=", ">", ">=")
+
+
+def fill_where(dst: Tile, ref: Tile, cmp: str, rhs, value):
+    """dst[i] = value where ref[i] <cmp> rhs; elsewhere dst is unchanged."""
+    _check_tile("fill_where", dst)
+    _check_tile("fill_where", ref)
+    _same_shape("fill_where", dst, ref)
+    if cmp not in CMPS:
+        fail("fill_where", f"cmp must be one of {CMPS}, got {cmp!r}")
+    _record("fill_where", [dst], [ref], cmp=cmp, rhs=as_expr(float(rhs)), value=as_expr(float(value)))

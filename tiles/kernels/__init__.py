@@ -1,0 +1,15 @@
+"""The kernel suite, written once against the tile language. No file here names a vendor."""
+from .attention import attention_bwd_dkdv, attention_bwd_dq, attention_bwd_prep, attention_fwd
+from .gemm import gemm
+from .layernorm import layernorm
+from .rotary import rotary
+
+SUITE = {
+    "gemm": gemm,
+    "attention_fwd": attention_fwd,
+    "attention_bwd_prep": attention_bwd_prep,
+    "attention_bwd_dkdv": attention_bwd_dkdv,
+    "attention_bwd_dq": attention_bwd_dq,
+    "layernorm": layernorm,
+    "rotary": rotary,
+}

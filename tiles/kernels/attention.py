@@ -1,0 +1,206 @@
+"""Flash attention, forward and backward, on FlashAttention's (batch, seq, heads, head_dim) layout.
+
+Scores live in the log2 domain (scale·log2(e) folded into one multiply) so the exponentials are exp2,
+the native instruction on both vendors. Causal masks align bottom-right (key c is visible to query r
+when c <= r + Sk - Sq); a query row with no visible key produces zeros and LSE = +inf, FlashAttention's
+convention, which makes its backward contributions exactly zero.
+"""
+import math
+
+from tiles.core.dtypes import f32
+from tiles.core.lang import (add, cast, copy, div_row, exp2, fill, fill_where, load, load_async, log2,
+                             mask_causal, mask_cols, mask_rows, mma, mul, mul_row, row_max, row_sum,
+                             store, sub, sub_row, wait, zero)
+from tiles.core.patterns import Pipelined, PingPong
+from tiles.core.trace import kernel
+
+LOG2E = math.log2(math.e)
+LN2 = math.log(2.0)
+# m starts finite so that a row that is masked so far gives exp2(-inf - m) = 0, never NaN.
+M_INIT = -1.0e30
+
+
+def _kv_blocks(k, row0, BM, BN, Sq, Sk, causal):
+    """Key blocks a query block [row0, row0+BM) must visit."""
+    n = k.cdiv(Sk, BN)
+    if not causal:
+        return n
+    return k.max(k.min(n, k.cdiv(row0 + BM + Sk - Sq, BN)), 0)
+
+
+@kernel(overlap=PingPong(stages=2))
+def attention_fwd(k, Q, K, V, O, L, scale, *, causal, D, BM=128, BN=128):
+    """O = softmax(scale · Q Kᵀ) V per (batch, head); L = log-sum-exp of each row (B, H, Sq) f32.
+    Query heads share key/value heads in groups of H / H_kv (GQA, MQA)."""
+    Bsz, Sq, H = Q.shape[0], Q.shape[1], Q.shape[2]
+    Sk, Hkv = K.shape[1], K.shape[2]
+    k.grid(k.cdiv(Sq, BM), H, Bsz)
+    qb, h, b = k.program_id(0), k.program_id(1), k.program_id(2)
+    hk = h // (H // Hkv)
+    row0 = qb * BM
+
+    q = k.shared(BM, D, Q.dtype)
+    kt = k.shared(BN, D, K.dtype)
+    vt = k.shared(BN, D, V.dtype)
+    s = k.reg(BM, BN, f32)
+    p = k.reg(BM, BN, Q.dtype)
+    o = k.reg(BM, D, f32)
+    m = k.vec(BM, f32)
+    m_new = k.vec(BM, f32)
+    alpha = k.vec(BM, f32)
+    l = k.vec(BM, f32)
+
+    wait(load_async(q, Q[b, :, h, :], row=row0, col=0))
+    zero(o)
+    zero(l)
+    fill(m, M_INIT)
+    for j in k.pipeline(_kv_blocks(k, row0, BM, BN, Sq, Sk, causal)):
+        wait(load_async(kt, K[b, :, hk, :], row=j * BN, col=0),
+             load_async(vt, V[b, :, hk, :], row=j * BN, col=0))
+        mma(s, q, kt, tb=True, accumulate=False)
+        mul(s, s, scale * LOG2E)
+        mask_cols(s, j * BN, Sk)
+        if causal:
+            mask_causal(s, row0, j * BN, Sk - Sq)
+        row_max(m_new, s, m)
+        sub(alpha, m, m_new)
+        exp2(alpha, alpha)
+        sub_row(s, s, m_new)
+        exp2(s, s)
+        mul(l, l, alpha)
+        row_sum(l, s, l)
+        mul_row(o, o, alpha)
+        cast(p, s)
+        mma(o, p, vt)
+        copy(m, m_new)
+    div_row(o, o, l)
+    store(O[b, :, h, :], o, row=row0, col=0)
+    # L = (m + log2 l) · ln 2, and +inf where the row saw no key.
+    log2(alpha, l)
+    add(alpha, alpha, m)
+    mul(alpha, alpha, LN2)
+    fill_where(alpha, l, "==", 0.0, math.inf)
+    store(L[b, h, :], alpha, row=row0)
+
+
+@kernel(overlap=Pipelined(stages=1))
+def attention_bwd_prep(k, O, dO, Delta, *, D, BM=64):
+    """Delta[b, h, r] = sum_d dO[r, d] · O[r, d], the row term of softmax's backward."""
+    Bsz, Sq, H = O.shape[0], O.shape[1], O.shape[2]
+    k.grid(k.cdiv(Sq, BM), H, Bsz)
+    row0, h, b = k.program_id(0) * BM, k.program_id(1), k.program_id(2)
+    o = k.reg(BM, D, f32)
+    do = k.reg(BM, D, f32)
+    delta = k.vec(BM, f32)
+    load(o, O[b, :, h, :], row=row0, col=0)
+    load(do, dO[b, :, h, :], row=row0, col=0)
+    mul(o, o, do)
+    row_sum(delta, o)
+    store(Delta[b, h, :], delta, row=row0)
+
+
+def _probabilities(k, s, p, q, kt, lse, qrow0, kcol0, Sq, Sk, scale, causal):
+    """s = scale·log2(e)·q kᵀ, masked; p = exp2(s - lse·log2(e)) (zero where masked)."""
+    mma(s, q, kt, tb=True, accumulate=False)
+    mul(s, s, scale * LOG2E)
+    mask_cols(s, kcol0, Sk)
+    if causal:
+        mask_causal(s, qrow0, kcol0, Sk - Sq)
+    sub_row(s, s, lse)
+    exp2(s, s)
+    mask_rows(s, qrow0, Sq, 0.0)
+    cast(p, s)
+
+
+def _dscores(k, ds, dsp, dp, s, do, vt, delta):
+    """dS = P ∘ (dO Vᵀ − Delta), rounded to the input dtype for the next mma."""
+    mma(dp, do, vt, tb=True, accumulate=False)
+    sub_row(dp, dp, delta)
+    mul(ds, dp, s)
+    cast(dsp, ds)
+
+
+@kernel(overlap=Pipelined(stages=2))
+def attention_bwd_dkdv(k, Q, K, V, dO, L, Delta, dK, dV, scale, *, causal, D, BM=64, BN=128):
+    """dK, dV for one key block of one KV head: loops over the query heads of its group and over
+    the query blocks that can see it. Deterministic: no atomics."""
+    Bsz, Sq, H = Q.shape[0], Q.shape[1], Q.shape[2]
+    Sk, Hkv = K.shape[1], K.shape[2]
+    k.grid(k.cdiv(Sk, BN), Hkv, Bsz)
+    kcol0, hk, b = k.program_id(0) * BN, k.program_id(1), k.program_id(2)
+    group = H // Hkv
+
+    kt = k.shared(BN, D, K.dtype)
+    vt = k.shared(BN, D, V.dtype)
+    q = k.shared(BM, D, Q.dtype)
+    do = k.shared(BM, D, dO.dtype)
+    s = k.reg(BM, BN, f32)
+    p = k.reg(BM, BN, Q.dtype)
+    dp = k.reg(BM, BN, f32)
+    ds = k.reg(BM, BN, f32)
+    dsp = k.reg(BM, BN, Q.dtype)
+    dk = k.reg(BN, D, f32)
+    dv = k.reg(BN, D, f32)
+    lse = k.vec(BM, f32)
+    delta = k.vec(BM, f32)
+
+    wait(load_async(kt, K[b, :, hk, :], row=kcol0, col=0),
+         load_async(vt, V[b, :, hk, :], row=kcol0, col=0))
+    zero(dk)
+    zero(dv)
+    first = k.max(kcol0 - (Sk - Sq), 0) // BM if causal else 0
+    for g in k.range(group):
+        h = hk * group + g
+        for i in k.pipeline(first, k.cdiv(Sq, BM)):
+            qrow0 = i * BM
+            wait(load_async(q, Q[b, :, h, :], row=qrow0, col=0),
+                 load_async(do, dO[b, :, h, :], row=qrow0, col=0))
+            load(lse, L[b, h, :], row=qrow0)
+            load(delta, Delta[b, h, :], row=qrow0)
+            mul(lse, lse, LOG2E)
+            _probabilities(k, s, p, q, kt, lse, qrow0, kcol0, Sq, Sk, scale, causal)
+            mma(dv, p, do, ta=True)
+            _dscores(k, ds, dsp, dp, s, do, vt, delta)
+            mma(dk, dsp, q, ta=True)
+    mul(dk, dk, scale)
+    store(dK[b, :, hk, :], dk, row=kcol0, col=0)
+    store(dV[b, :, hk, :], dv, row=kcol0, col=0)
+
+
+@kernel(overlap=Pipelined(stages=2))
+def attention_bwd_dq(k, Q, K, V, dO, L, Delta, dQ, scale, *, causal, D, BM=64, BN=128):
+    """dQ for one query block: loops over the key blocks it can see, as the forward does."""
+    Bsz, Sq, H = Q.shape[0], Q.shape[1], Q.shape[2]
+    Sk, Hkv = K.shape[1], K.shape[2]
+    k.grid(k.cdiv(Sq, BM), H, Bsz)
+    qb, h, b = k.program_id(0), k.program_id(1), k.program_id(2)
+    hk = h // (H // Hkv)
+    qrow0 = qb * BM
+
+    q = k.shared(BM, D, Q.dtype)
+    do = k.shared(BM, D, dO.dtype)
+    kt = k.shared(BN, D, K.dtype)
+    vt = k.shared(BN, D, V.dtype)
+    s = k.reg(BM, BN, f32)
+    p = k.reg(BM, BN, Q.dtype)
+    dp = k.reg(BM, BN, f32)
+    ds = k.reg(BM, BN, f32)
+    dsp = k.reg(BM, BN, Q.dtype)
+    dq = k.reg(BM, D, f32)
+    lse = k.vec(BM, f32)
+    delta = k.vec(BM, f32)
+
+    wait(load_async(q, Q[b, :, h, :], row=qrow0, col=0),
+         load_async(do, dO[b, :, h, :], row=qrow0, col=0))
+    load(lse, L[b, h, :], row=qrow0)
+    load(delta, Delta[b, h, :], row=qrow0)
+    mul(lse, lse, LOG2E)
+    zero(dq)
+    for j in k.pipeline(_kv_blocks(k, qrow0, BM, BN, Sq, Sk, causal)):
+        wait(load_async(kt, K[b, :, hk, :], row=j * BN, col=0),
+             load_async(vt, V[b, :, hk, :], row=j * BN, col=0))
+        _probabilities(k, s, p, q, kt, lse, qrow0, j * BN, Sq, Sk, scale, causal)
+        _dscores(k, ds, dsp, dp, s, do, vt, delta)
+        mma(dq, dsp, kt)
+    mul(dq, dq, scale)
+    store(dQ[b, :, h, :], dq, row=qrow0, col=0)

@@ -1,0 +1,198 @@
+"""Input checks for the public entry points. Every failure is a ValueError or TypeError that names
+the argument, the value received and what is supported, raised before any work is done."""
+from __future__ import annotations
+
+import math
+
+import torch
+
+ATTN_DTYPES = (torch.bfloat16, torch.float16)
+GEMM_IN_DTYPES = (torch.bfloat16, torch.float16)
+GEMM_OUT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+NORM_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+HEAD_DIMS = (64, 128)
+ALIGN_BYTES = 16
+INT32_MAX = 2**31 - 1
+
+
+def _names(dtypes):
+    return ", ".join(str(d).replace("torch.", "") for d in dtypes)
+
+
+def as_tensor(name: str, x) -> torch.Tensor:
+    """torch tensors pass through; cupy arrays and other DLPack producers are viewed zero-copy."""
+    if isinstance(x, torch.Tensor):
+        return x
+    if hasattr(x, "__dlpack__"):
+        return torch.from_dlpack(x)
+    raise TypeError(f"{name} must be a torch.Tensor (or a DLPack array such as cupy's), got {type(x).__name__}")
+
+
+def dtype(name: str, t: torch.Tensor, allowed) -> None:
+    if t.dtype not in allowed:
+        raise TypeError(f"{name} has dtype {str(t.dtype).replace('torch.', '')}; supported: {_names(allowed)}")
+
+
+def same_dtype(names, tensors) -> None:
+    ds = {t.dtype for t in tensors}
+    if len(ds) > 1:
+        got = ", ".join(f"{n}={str(t.dtype).replace('torch.', '')}" for n, t in zip(names, tensors))
+        raise TypeError(f"{', '.join(names)} must share one dtype; got {got}")
+
+
+def same_device(names, tensors) -> torch.device:
+    devs = {t.device for t in tensors}
+    if len(devs) > 1:
+        got = ", ".join(f"{n} on {t.device}" for n, t in zip(names, tensors))
+        raise ValueError(f"{', '.join(names)} must be on one device; got {got}")
+    return tensors[0].device
+
+
+def rank(name: str, t: torch.Tensor, r: int, layout: str) -> None:
+    if t.dim() != r:
+        raise ValueError(f"{name} must have {r} dimensions {layout}; got shape {tuple(t.shape)}")
+
+
+def inner_stride(name: str, t: torch.Tensor) -> None:
+    if t.numel() > 1 and t.shape[-1] > 1 and t.stride(-1) != 1:
+        raise ValueError(
+            f"{name} must have a contiguous last dimension (stride 1); got strides {tuple(t.stride())}. "
+            f"Call .contiguous() on it first"
+        )
+
+
+def aligned(name: str, t: torch.Tensor) -> None:
+    # Under torch.compile the tensors are fakes without addresses; the custom op checks again when
+    # it runs on real tensors.
+    if torch.compiler.is_compiling():
+        return
+    if t.numel() and t.data_ptr() % ALIGN_BYTES:
+        raise ValueError(
+            f"{name}'s data pointer must be {ALIGN_BYTES}-byte aligned; got address {t.data_ptr():#x} "
+            f"(offset {t.data_ptr() % ALIGN_BYTES}). Call .contiguous() on it or slice on aligned boundaries"
+        )
+
+
+def stride_aligned(t: torch.Tensor) -> bool:
+    return all(t.shape[i] <= 1 or (s * t.element_size()) % ALIGN_BYTES == 0 for i, s in enumerate(t.stride()[:-1]))
+
+
+def strides(name: str, t: torch.Tensor) -> None:
+    for i, s in enumerate(t.stride()[:-1]):
+        if t.shape[i] > 1 and (s * t.element_size()) % ALIGN_BYTES:
+            raise ValueError(
+                f"{name}'s stride {s} on dimension {i} is not a multiple of {ALIGN_BYTES} bytes; "
+                f"rows must start on {ALIGN_BYTES}-byte boundaries. Call .contiguous() on it first"
+            )
+
+
+def scale(value, head_dim: int) -> float:
+    if value is None:
+        return 1.0 / math.sqrt(head_dim)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"scale must be a float or None, got {type(value).__name__}")
+    value = float(value)
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"scale must be a finite number > 0, got {value}")
+    return value
+
+
+def index_range(name: str, t: torch.Tensor, limit) -> None:
+    """Backends that index with 32-bit offsets cannot address past `limit` elements."""
+    if limit is None:
+        return
+    span = 1 + sum((n - 1) * abs(s) for n, s in zip(t.shape, t.stride()) if n > 0)
+    if t.numel() and span > limit:
+        raise ValueError(
+            f"{name} spans {span} elements, more than this backend's 32-bit index math allows ({limit}); "
+            f"split the batch or use backend='interp'"
+        )
+
+
+def attention(q, k, v, causal, scale_, backend_name):
+    q, k, v = as_tensor("q", q), as_tensor("k", k), as_tensor("v", v)
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
+    for n, t in (("q", q), ("k", k), ("v", v)):
+        rank(n, t, 4, "(batch, seq, heads, head_dim)")
+        dtype(n, t, ATTN_DTYPES)
+    same_dtype(("q", "k", "v"), (q, k, v))
+    device = same_device(("q", "k", "v"), (q, k, v))
+    B, Sq, H, D = q.shape
+    if k.shape[0] != B or v.shape[0] != B:
+        raise ValueError(f"q, k and v must share the batch size; got {B}, {k.shape[0]}, {v.shape[0]}")
+    if D not in HEAD_DIMS:
+        raise ValueError(f"q's head_dim is {D}; supported head dims: {HEAD_DIMS}")
+    if k.shape[3] != D or v.shape[3] != D:
+        raise ValueError(f"k and v must have q's head_dim {D}; got k {k.shape[3]}, v {v.shape[3]}")
+    if k.shape[1] != v.shape[1]:
+        raise ValueError(f"k and v must have the same sequence length; got k {k.shape[1]}, v {v.shape[1]}")
+    if k.shape[2] != v.shape[2]:
+        raise ValueError(f"k and v must have the same number of heads; got k {k.shape[2]}, v {v.shape[2]}")
+    Hkv = k.shape[2]
+    if Hkv == 0 or H % Hkv:
+        raise ValueError(f"the kv heads ({Hkv}) must divide the query heads ({H}) (MHA, GQA or MQA)")
+    for n, t in (("q", q), ("k", k), ("v", v)):
+        inner_stride(n, t)
+        aligned(n, t)
+        strides(n, t)
+    return q, k, v, scale(scale_, D), device
+
+
+def gemm(a, b, out_dtype):
+    a, b = as_tensor("a", a), as_tensor("b", b)
+    rank("a", a, 2, "(M, K)")
+    rank("b", b, 2, "(K, N)")
+    dtype("a", a, GEMM_IN_DTYPES)
+    dtype("b", b, GEMM_IN_DTYPES)
+    same_dtype(("a", "b"), (a, b))
+    device = same_device(("a", "b"), (a, b))
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"a is {tuple(a.shape)} and b is {tuple(b.shape)}: a's K ({a.shape[1]}) must equal b's K "
+                         f"({b.shape[0]})")
+    if out_dtype is None:
+        out_dtype = a.dtype
+    if not isinstance(out_dtype, torch.dtype):
+        raise TypeError(f"out_dtype must be a torch.dtype or None, got {type(out_dtype).__name__}")
+    if out_dtype not in GEMM_OUT_DTYPES:
+        raise TypeError(f"out_dtype is {out_dtype}; supported: {_names(GEMM_OUT_DTYPES)}")
+    for n, t in (("a", a), ("b", b)):
+        inner_stride(n, t)
+        aligned(n, t)
+    return a, b, out_dtype, device
+
+
+def layernorm(x, weight, bias, eps):
+    x = as_tensor("x", x)
+    weight, bias = as_tensor("weight", weight), as_tensor("bias", bias)
+    if x.dim() < 1:
+        raise ValueError(f"x must have at least 1 dimension, got shape {tuple(x.shape)}")
+    dtype("x", x, NORM_DTYPES)
+    N = x.shape[-1]
+    for n, t in (("weight", weight), ("bias", bias)):
+        if t.shape != (N,):
+            raise ValueError(f"{n} must have shape ({N},) to match x's last dimension; got {tuple(t.shape)}")
+        dtype(n, t, NORM_DTYPES)
+    device = same_device(("x", "weight", "bias"), (x, weight, bias))
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not math.isfinite(eps) or eps <= 0:
+        raise ValueError(f"eps must be a finite number > 0, got {eps!r}")
+    for n, t in (("x", x), ("weight", weight), ("bias", bias)):
+        inner_stride(n, t)
+    return x, weight, bias, float(eps), device
+
+
+def rotary(x, cos, sin):
+    x, cos, sin = as_tensor("x", x), as_tensor("cos", cos), as_tensor("sin", sin)
+    rank("x", x, 4, "(batch, seq, heads, head_dim)")
+    dtype("x", x, NORM_DTYPES)
+    B, S, H, D = x.shape
+    if D % 2 or D == 0:
+        raise ValueError(f"x's head_dim must be even and > 0, got {D}")
+    for n, t in (("cos", cos), ("sin", sin)):
+        if t.shape != (S, D // 2):
+            raise ValueError(f"{n} must have shape (seq, head_dim/2) = ({S}, {D // 2}); got {tuple(t.shape)}")
+        dtype(n, t, NORM_DTYPES)
+    device = same_device(("x", "cos", "sin"), (x, cos, sin))
+    for n, t in (("x", x), ("cos", cos), ("sin", sin)):
+        inner_stride(n, t)
+    return x, cos, sin, device
