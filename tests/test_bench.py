@@ -1,0 +1,71 @@
+"""The benchmark harness on the CPU: a tiny run through the interpreter, schema checks, and the
+side-by-side report from two vendors' fixture results (one device missing)."""
+import copy
+import json
+import os
+
+import pytest
+
+from tiles.bench import report
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _fixture(device, key, tiles_tf, vendor, vendor_tf):
+    shape = {"M": 8192, "N": 8192, "K": 8192}
+    return {"schema": 1, "suite": "standard",
+            "environment": {"device": device, "device_key": key, "date": "2026-11-29T00:00:00+00:00",
+                            "torch": "x", "tiles_commit": "abc"},
+            "rows": [dict(kernel="gemm", shape=shape, impl="tiles", correct=True, ms=1.0, tflops=tiles_tf,
+                          pct_peak=50.0),
+                     dict(kernel="gemm", shape=shape, impl=vendor, correct=True, ms=1.0, tflops=vendor_tf),
+                     dict(kernel="gemm", shape=shape, impl="other", correct=False, max_err=1.0)]}
+
+
+def test_report_two_vendors_and_a_missing_device(tmp_path):
+    a = tmp_path / "h200.json"
+    b = tmp_path / "mi300x.json"
+    a.write_text(json.dumps(_fixture("NVIDIA H200", "H200", 780.0, "cublas", 772.0)))
+    b.write_text(json.dumps(_fixture("AMD Instinct MI300X", "MI300X", 600.0, "hipblaslt", 700.0)))
+    out = report.write([str(a), str(b)], str(tmp_path / "rep"), os.path.join(ROOT, "bench", "published.json"))
+    md = open(out["markdown"]).read()
+    line = next(l for l in md.splitlines() if l.startswith("| gemm | 8192x8192x8192"))
+    cols = [c.strip() for c in line.strip("|").split("|")]
+    assert cols[2] == "not measured"  # H100
+    assert cols[3].startswith("780 (1.01× cublas")  # H200
+    assert cols[4].startswith("600 (0.86× hipblaslt")  # MI300X
+    assert "published, not measured here" in md and "HipKittens" in md
+    assert out["figures"] and open(out["figures"][0]).read().lstrip().startswith("<?xml")
+    assert os.path.exists(out["html"])
+
+
+@pytest.mark.parametrize("mutate,msg", [
+    (lambda r: r.update(schema=2), "schema 1 expected"),
+    (lambda r: r["environment"].pop("device"), "environment.device is missing"),
+    (lambda r: r["rows"][0].pop("impl"), "lacks ['impl']"),
+    (lambda r: r["rows"][0].update(ms=-1.0), "bad time"),
+    (lambda r: r["rows"][0].update(correct=False), "time for an incorrect result"),
+])
+def test_schema_checks(mutate, msg):
+    r = copy.deepcopy(_fixture("NVIDIA H200", "H200", 1.0, "cublas", 1.0))
+    mutate(r)
+    with pytest.raises(ValueError, match=msg.replace("[", r"\[").replace("]", r"\]")):
+        report.validate(r, "fixture")
+
+
+def test_tiny_run_through_the_interpreter(tmp_path):
+    from tiles.bench.run import run
+
+    out = tmp_path / "cpu.json"
+    r = run("tiny", ("gemm", "attention_fwd"), str(out), "interp", reps=3, budget=0.2, quiet=True)
+    report.validate(json.loads(out.read_text()), str(out))
+    timed = [row for row in r["rows"] if row.get("ms") is not None]
+    assert {row["impl"] for row in timed} >= {"tiles", "torch_cpu", "torch_sdpa"}
+    assert all(row["correct"] for row in r["rows"] if "correct" in row)
+
+
+def test_committed_results_pass_the_schema():
+    d = os.path.join(ROOT, "bench", "results")
+    files = [os.path.join(d, f) for f in os.listdir(d) if f.endswith(".json")] if os.path.isdir(d) else []
+    for f in files:
+        report.validate(json.load(open(f)), f)

@@ -1,0 +1,41 @@
+"""python -m tiles.bench run [--suite tiny|quick|standard|full] [--kernels ...] [--out FILE]
+python -m tiles.bench report FILES... --out DIR [--published FILE]"""
+import argparse
+import sys
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tiles.bench", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="time tiles and the vendor baselines on the GPU present")
+    r.add_argument("--suite", default="quick", choices=["tiny", "quick", "standard", "full"])
+    r.add_argument("--kernels", default="gemm,attention_fwd,attention_bwd",
+                   help="comma-separated: gemm, attention_fwd, attention_bwd")
+    r.add_argument("--backend", default=None, help="force a tiles backend (default: best for the device)")
+    r.add_argument("--out", default=None, help="result file (default bench/results/<device>-<date>.json)")
+    r.add_argument("--reps", type=int, default=30)
+    r.add_argument("--budget", type=float, default=1.0, help="seconds of timing per shape and impl, at most")
+    p = sub.add_parser("report", help="side-by-side Markdown/HTML page and figures from result files")
+    p.add_argument("files", nargs="+")
+    p.add_argument("--out", required=True)
+    p.add_argument("--published", default=None, help="JSON list of published numbers (always labelled)")
+    args = ap.parse_args(argv)
+    if args.cmd == "run":
+        from .run import run
+
+        kernels = tuple(k.strip() for k in args.kernels.split(",") if k.strip())
+        bad = set(kernels) - {"gemm", "attention_fwd", "attention_bwd"}
+        if bad:
+            ap.error(f"--kernels: unknown {sorted(bad)}; choose from gemm, attention_fwd, attention_bwd")
+        run(args.suite, kernels, args.out, args.backend, args.reps, args.budget)
+    else:
+        from .report import write
+
+        out = write(args.files, args.out, args.published)
+        print("\n".join([out["markdown"], out["html"]] + out["figures"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

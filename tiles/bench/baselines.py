@@ -1,0 +1,93 @@
+"""The implementations a benchmark compares: tiles and every vendor baseline installed here.
+
+Each maker returns {impl name: callable(inputs) -> output} for one kernel; impls that cannot run on
+this machine are left out, with the reason in `skipped`."""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+import tiles
+
+
+def _sdpa(backend_enum):
+    from torch.nn.attention import sdpa_kernel
+
+    def run(x, causal):
+        q, k, v = x["q_bhsd"], x["k_bhsd"], x["v_bhsd"]
+        with sdpa_kernel([backend_enum]):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=q.shape[1] != k.shape[1])
+
+    return run
+
+
+def attention_impls(device: torch.device, backend: str | None, backward: bool, skipped: dict) -> dict:
+    impls = {}
+
+    def tiles_fwd(x, causal):  # every impl returns (B, H, S, D), the layout the reference uses
+        return tiles.attention(x["q"], x["k"], x["v"], causal=causal, backend=backend).transpose(1, 2)
+
+    impls["tiles"] = tiles_fwd
+    if device.type != "cuda":
+        impls["torch_sdpa"] = _sdpa_math
+        return impls
+    from torch.nn.attention import SDPBackend
+
+    if torch.version.hip is None:
+        impls["sdpa_cudnn"] = _sdpa(SDPBackend.CUDNN_ATTENTION)
+        impls["sdpa_flash"] = _sdpa(SDPBackend.FLASH_ATTENTION)
+        try:
+            impls["flex"] = _flex()
+        except Exception as e:  # noqa: BLE001 - any failure means the baseline is absent
+            skipped["flex"] = f"{type(e).__name__}: {e}"
+    else:
+        impls["sdpa"] = _sdpa(SDPBackend.FLASH_ATTENTION)
+        try:
+            import aiter  # noqa: F401
+
+            impls["aiter"] = _aiter_fwd
+        except ImportError as e:
+            skipped["aiter"] = f"not installed ({e})"
+    return impls
+
+
+def _sdpa_math(x, causal):
+    q, k, v = x["q_bhsd"], x["k_bhsd"], x["v_bhsd"]
+    return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=q.shape[1] != k.shape[1])
+
+
+def _flex():
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+    compiled = torch.compile(flex_attention, dynamic=False)
+    masks = {}
+
+    def run(x, causal):
+        q, k, v = x["q_bhsd"], x["k_bhsd"], x["v_bhsd"]
+        bm = None
+        if causal:
+            key = (q.shape[2], k.shape[2])
+            if key not in masks:
+                off = k.shape[2] - q.shape[2]
+                masks[key] = create_block_mask(lambda b, h, qi, ki: ki <= qi + off, None, None, q.shape[2],
+                                               k.shape[2], device=q.device)
+            bm = masks[key]
+        return compiled(q, k, v, block_mask=bm, enable_gqa=q.shape[1] != k.shape[1])
+
+    return run
+
+
+def _aiter_fwd(x, causal):
+    import aiter
+
+    return aiter.flash_attn_func(x["q"], x["k"], x["v"], causal=causal)
+
+
+def gemm_impls(device: torch.device, backend: str | None, skipped: dict) -> dict:
+    impls = {"tiles": lambda x: tiles.gemm(x["a"], x["b"], backend=backend)}
+    name = "torch_cpu" if device.type != "cuda" else ("hipblaslt" if torch.version.hip else "cublas")
+    impls[name] = lambda x: torch.matmul(x["a"], x["b"])
+    return impls
+
+
+VENDOR_BASELINES = {"cublas", "hipblaslt", "sdpa_cudnn", "sdpa", "aiter", "torch_cpu", "torch_sdpa"}

@@ -1,0 +1,34 @@
+"""Dense peak rates per device, from the vendors' datasheets (sources beside each row).
+
+The percentage of peak in a report is against these numbers; measured ceilings (shared/anchors) are
+lower, so a kernel at 80% of datasheet peak is near the practical limit."""
+
+# TFLOP/s, dense (no sparsity)
+PEAKS = {
+    "H100": {"bf16": 989.4, "fp8": 1978.9,
+             "source": "NVIDIA H100 SXM datasheet (nvidia.com/en-us/data-center/h100), dense"},
+    "H200": {"bf16": 989.4, "fp8": 1978.9,
+             "source": "NVIDIA H200 SXM datasheet (nvidia.com/en-us/data-center/h200), dense; same core as H100"},
+    "MI300X": {"bf16": 1307.4, "fp8": 2614.9,
+               "source": "AMD Instinct MI300X datasheet (amd.com), dense"},
+    "MI325X": {"bf16": 1307.4, "fp8": 2614.9,
+               "source": "AMD Instinct MI325X datasheet (amd.com), dense"},
+    "MI355X": {"bf16": 2516.6, "fp8": 5033.2,
+               "source": "AMD Instinct MI355X datasheet (amd.com), dense"},
+}
+
+DEVICES = tuple(PEAKS)
+
+
+def device_key(name: str) -> str:
+    """Map a torch device name ('NVIDIA H200', 'AMD Instinct MI300X') to a PEAKS key, or the name."""
+    up = name.upper()
+    for key in sorted(PEAKS, key=len, reverse=True):
+        if key in up:
+            return key
+    return name
+
+
+def peak(device: str, kind: str = "bf16"):
+    row = PEAKS.get(device_key(device))
+    return None if row is None else row.get(kind)

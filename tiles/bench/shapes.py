@@ -1,0 +1,46 @@
+"""The benchmark shapes of TESTING.md: FlashAttention's convention (16k tokens per batch, hidden 2048),
+GQA, and square plus LLM GEMM shapes."""
+
+SEQS = (512, 1024, 2048, 4096, 8192, 16384)
+
+
+def attention_shapes(suite: str):
+    seqs = {"tiny": (128,), "quick": (1024, 4096), "standard": SEQS, "full": SEQS}[suite]
+    dims = (64,) if suite == "tiny" else (64, 128)
+    out = []
+    for D in dims:
+        for S in seqs:
+            for causal in (False, True):
+                B, H = (1, 2) if suite == "tiny" else (16384 // S, 2048 // D)
+                out.append(dict(B=B, H=H, H_kv=H, S=S, S_k=S, D=D, causal=causal))
+    if suite in ("standard", "full"):
+        for S in (4096, 16384):
+            for causal in (False, True):
+                out.append(dict(B=16384 // S, H=64, H_kv=8, S=S, S_k=S, D=128, causal=causal))
+    return out
+
+
+def gemm_shapes(suite: str):
+    if suite == "tiny":
+        return [dict(M=128, N=128, K=128)]
+    square = (4096, 8192) if suite == "quick" else (1024, 2048, 4096, 8192, 16384)
+    out = [dict(M=s, N=s, K=s) for s in square]
+    if suite != "quick":
+        out += [dict(M=16384, N=8192, K=8192), dict(M=8192, N=8192, K=2048), dict(M=4096, N=14336, K=4096),
+                dict(M=8192, N=28672, K=8192), dict(M=4096, N=4096, K=14336)]
+    return out
+
+
+def attention_flops(s: dict, backward=False) -> float:
+    """4·B·H·Sq·Sk·D, counting only unmasked pairs for causal; backward is 2.5x forward."""
+    B, H, Sq, Sk, D = s["B"], s["H"], s["S"], s["S_k"], s["D"]
+    if s["causal"]:
+        pairs = sum(max(0, min(Sk, r + 1 + Sk - Sq)) for r in range(Sq)) if Sq != Sk else Sq * (Sq + 1) // 2
+    else:
+        pairs = Sq * Sk
+    f = 4.0 * B * H * pairs * D
+    return 2.5 * f if backward else f
+
+
+def gemm_flops(s: dict) -> float:
+    return 2.0 * s["M"] * s["N"] * s["K"]
