@@ -1,6 +1,7 @@
 """What a backend is: availability, per-kernel tile configs, and launching a traced kernel."""
 from __future__ import annotations
 
+import os
 from typing import Optional
 
 import torch
@@ -31,6 +32,30 @@ class Backend:
 
     def launch(self, kfn: KernelFn, *args, **kwargs) -> None:
         raise NotImplementedError
+
+    # ---- for backends that generate source (`python -m tiles show ... --emit DIR`)
+    include_dir: Optional[str] = None  # the device headers the generated source includes
+    source_suffix = ".cpp"
+
+    def emit(self, lowered, out_dir: str) -> list:
+        """Write a standalone translation unit: the generated source plus every device header it
+        includes, laid out so `-I out_dir` compiles it. Returns the paths written."""
+        import shutil
+
+        from .lowering import header_files
+
+        os.makedirs(out_dir, exist_ok=True)
+        src = os.path.join(out_dir, lowered.entry + self.source_suffix)
+        with open(src, "w") as f:
+            f.write(lowered.source)
+        paths = [src]
+        if self.include_dir:
+            for rel in header_files(self.include_dir):
+                dst = os.path.join(out_dir, rel)
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                shutil.copyfile(os.path.join(self.include_dir, rel), dst)
+                paths.append(dst)
+        return paths
 
     def check(self, device: torch.device) -> None:
         ok, why = self.available()
