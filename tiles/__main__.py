@@ -82,9 +82,15 @@ def cmd_info(args) -> int:
         print(f"device: {p.name} ({getattr(p, 'gcnArchName', '') or f'sm_{p.major}{p.minor}'})")
     else:
         print("device: none (CPU only)")
+    from tiles.kernels import SUITE
+
     for name in backends.names():
-        ok, why = backends.get(name).available()
+        b = backends.get(name)
+        ok, why = b.available()
         print(f"  {name:7} {'present' if ok else 'absent '}  {why}")
+        lowered = [k for k in SUITE if b.supports(k)]
+        if lowered and name != "interp":
+            print(f"          lowers: {', '.join(lowered)}")
     return 0
 
 

@@ -30,6 +30,9 @@ def _launch(backend: str, kfn, problem: dict, *args, **kwargs):
 
 # ----------------------------------------------------------------------------- attention
 
+ATTENTION_FWD = ("attention_fwd",)
+ATTENTION_BWD = ("attention_bwd_prep", "attention_bwd_dkdv", "attention_bwd_dq")
+
 
 @torch.library.custom_op("tiles::attention_fwd", mutates_args=())
 def _attention_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float,
@@ -112,7 +115,8 @@ def attention(q, k, v, causal: bool = False, scale: Optional[float] = None, back
     rows with no key). Differentiable in q, k and v, through the output and the LSE.
     """
     q, k, v, scale, device = validate.attention(q, k, v, causal, scale, backend)
-    b = backends.resolve(backend, device)
+    needs = ATTENTION_FWD + (ATTENTION_BWD if any(t.requires_grad for t in (q, k, v)) else ())
+    b = backends.resolve(backend, device, needs)
     for n, t in (("q", q), ("k", k), ("v", v)):
         validate.index_range(n, t, b.max_index)
     out, lse = _attention_fwd(q, k, v, causal, scale, b.name)
@@ -176,7 +180,7 @@ def gemm(a, b, out_dtype: Optional[torch.dtype] = None, backend: Optional[str] =
     Differentiable."""
     a, b, out_dtype, device = validate.gemm(a, b, out_dtype)
     a, b = _row_aligned(a), _row_aligned(b)
-    be = backends.resolve(backend, device)
+    be = backends.resolve(backend, device, ("gemm",))
     validate.index_range("a", a, be.max_index)
     validate.index_range("b", b, be.max_index)
     return _gemm(a, b, out_dtype, be.name)
@@ -195,7 +199,7 @@ MAX_NORM_WIDTH = 16384
 def layernorm(x, weight, bias, eps: float = 1e-5, backend: Optional[str] = None):
     """LayerNorm forward over the last dimension of x (any leading shape); output in x's dtype."""
     x, weight, bias, eps, device = validate.layernorm(x, weight, bias, eps)
-    be = backends.resolve(backend, device)
+    be = backends.resolve(backend, device, ("layernorm",))
     N = x.shape[-1]
     if N > MAX_NORM_WIDTH:
         raise ValueError(f"x's last dimension is {N}; layernorm supports up to {MAX_NORM_WIDTH}")
@@ -212,7 +216,7 @@ def rotary(x, cos, sin, backend: Optional[str] = None):
     """Rotary embedding (non-interleaved halves) of x (batch, seq, heads, head_dim) with (seq, head_dim/2)
     cos and sin tables; output in x's dtype."""
     x, cos, sin, device = validate.rotary(x, cos, sin)
-    be = backends.resolve(backend, device)
+    be = backends.resolve(backend, device, ("rotary",))
     y = _empty(x.shape, x.dtype, x.device)
     if y.numel():
         _launch(be.name, rotary_k, dict(D=x.shape[3]), x, cos, sin, y, D=x.shape[3])

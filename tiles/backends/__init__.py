@@ -46,25 +46,34 @@ class _Missing(Backend):
     def serves(self, device):
         return False
 
+    def supports(self, kernel):
+        return False
 
-def for_device(device: torch.device) -> Backend:
-    """The best backend for tensors on `device`: a vendor backend that serves it, else the interpreter."""
+
+def for_device(device: torch.device, kernels=()) -> Backend:
+    """The best backend for tensors on `device`: a vendor backend that serves it and lowers every one
+    of `kernels`, else the interpreter (`tiles info` lists what each backend lowers)."""
     if device.type == "cuda":
         for name in ("hopper", "cdna"):
             b = get(name)
-            if b.available()[0] and b.serves(device):
+            if b.available()[0] and b.serves(device) and all(b.supports(k) for k in kernels):
                 return b
     return get("interp")
 
 
-def resolve(backend, device: torch.device) -> Backend:
-    """Turn the `backend=` argument of a public entry point into a Backend, checked for `device`."""
+def resolve(backend, device: torch.device, kernels=()) -> Backend:
+    """Turn the `backend=` argument of a public entry point into a Backend, checked for `device`
+    and for the suite kernels the entry point runs."""
     if backend is None:
-        return for_device(device)
+        return for_device(device, kernels)
     if not isinstance(backend, str):
         raise TypeError(f"backend must be a str or None, got {type(backend).__name__}")
     b = get(backend)
     b.check(device)
+    missing = [k for k in kernels if not b.supports(k)]
+    if missing:
+        raise BackendUnavailable(f"backend={backend!r} does not lower {missing} yet; use backend='interp' "
+                                 f"(or leave backend=None to pick one that does)")
     return b
 
 

@@ -26,6 +26,10 @@ class Backend:
         """Whether tensors on `device` can be handed to this backend."""
         raise NotImplementedError
 
+    def supports(self, kernel: str) -> bool:
+        """Whether this backend lowers the suite kernel `kernel` (the interpreter runs them all)."""
+        return True
+
     def config(self, kernel: str, **problem) -> dict:
         """Compile-time tile sizes for `kernel` on this backend (the kernel's defaults if empty)."""
         return {}

@@ -1,0 +1,87 @@
+"""The Hopper backend object the registry loads (tiles.backends: "hopper").
+
+Lowering works anywhere (``python -m tiles show gemm --backend hopper``); compiling needs NVRTC
+(cuda-python + nvidia-cuda-nvrtc); launching needs an sm_90 GPU. Each suite kernel the backend lowers
+has one entry in LOWERINGS: a class with `lower()` and a `launch(lowered, bound)` classmethod.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from tiles.core.backend import Backend, BackendUnavailable
+from tiles.core.lowering import LoweringError
+
+from . import gemm_probe, runtime
+from .lower import ARCH, HopperLowering
+
+
+class HopperBackend(Backend):
+    name = "hopper"
+    include_dir = str(runtime.INCLUDE_DIR)
+    source_suffix = ".cu"
+
+    def available(self):
+        try:
+            major, minor = runtime.nvrtc_version()
+        except Exception as e:  # bindings or libnvrtc missing
+            return False, f"NVRTC not loadable ({type(e).__name__}: {e})"
+        if not torch.cuda.is_available():
+            return False, f"no CUDA device (NVRTC {major}.{minor} present: lowering and compiling still work)"
+        cap = torch.cuda.get_device_capability()
+        if cap != (9, 0):
+            return False, f"needs an sm_90 GPU (H100/H200), found compute capability {cap[0]}.{cap[1]}"
+        return True, f"NVRTC {major}.{minor}, {torch.cuda.get_device_name()}"
+
+    def serves(self, device: torch.device) -> bool:
+        return (device.type == "cuda" and getattr(torch.version, "hip", None) is None
+                and torch.cuda.get_device_capability(device) == (9, 0))
+
+    max_index = None  # the templates index with 64-bit offsets where a tensor can pass 2^31 elements
+
+    def supports(self, kernel: str) -> bool:
+        return kernel in LOWERINGS
+
+    def config(self, kernel: str, **problem) -> dict:
+        cls = LOWERINGS.get(kernel)
+        return cls.config(**problem) if cls is not None and hasattr(cls, "config") else {}
+
+    def _lowering(self, name: str):
+        """The suite kernel's own lowering; a kernel of the user's is tried as a GEMM, whose
+        recognizer says why when it is not one."""
+        from tiles.kernels import SUITE
+
+        cls = LOWERINGS.get(name)
+        if cls is None and name in SUITE:
+            raise LoweringError(f"hopper: kernel {name!r} has no Hopper lowering yet (lowered here: "
+                                f"{sorted(LOWERINGS)}); run it with backend='interp'")
+        return cls or HopperLowering
+
+    def lower(self, kfn, *args, arch: Optional[str] = None, options: Optional[dict] = None, **kwargs):
+        k = kfn.trace(*args, **kwargs)
+        return self._lowering(k.name)(k, arch or ARCH, **(options or {})).lower()
+
+    def launch(self, kfn, *args, **kwargs) -> None:
+        ok, why = self.available()
+        if not ok:
+            raise BackendUnavailable(f"backend='hopper' is not available here: {why}")
+        cls = self._lowering(kfn.name)
+        if cls is not HopperLowering:
+            return cls.launch(self, kfn, *args, **kwargs)
+        bound = kfn.bind(*args, **kwargs)
+        k = kfn.trace(*args, **kwargs)
+        A, B, C = (bound.arguments[p.name] for p in k.params)
+        if A.shape[0] == 0 or B.shape[1] == 0:
+            return
+        # launch-time choices the IR cannot see: the TMA-store epilogue needs C's rows 16-byte aligned
+        options = gemm_probe._fit_defaults({}, False, C)
+        lowered = self.lower(kfn, *args, options=options, **kwargs)
+        kern = lowered.notes["gemm_kernel"]
+        k, argv, grid, keep = gemm_probe.bind(kern, A, B, C)
+        k.launch((grid,), lowered.block, argv, smem=lowered.shared_bytes)
+
+
+# suite kernel name -> lowering class. A lowering other than the GEMM's provides
+# `launch(backend, kfn, *args, **kwargs)` as a classmethod, and optionally `config(**problem)`.
+LOWERINGS = {"gemm": HopperLowering}

@@ -1,0 +1,301 @@
+// tiles/ops.h — the OPS.md vocabulary on warpgroup register tiles (destination first, shapes static).
+//
+// Every function here is called by all 128 threads of one warpgroup; each thread works on its own
+// fragment (rt.h) except the row reductions, which finish with two shuffles inside the lane quad that
+// shares a row.
+#pragma once
+#include "arch.h"
+#include "rt.h"
+#include "smem.h"
+
+namespace tiles {
+
+// ================================================================ fill, cast
+template <int R, int C> __device__ __forceinline__ void fill(rt<float, R, C>& d, float x) {
+#pragma unroll
+  for (int s = 0; s < d.slices; ++s)
+#pragma unroll
+    for (int p = 0; p < d.pairs; ++p) d.v[s][p] = make_float2(x, x);
+}
+template <typename T, int R, int C> __device__ __forceinline__ void fill(rt<T, R, C>& d, float x) {
+  const u32 packed = arch::pack2<T>(x, x);
+#pragma unroll
+  for (int s = 0; s < d.slices; ++s)
+#pragma unroll
+    for (int p = 0; p < d.pairs; ++p) d.v[s][p] = packed;
+}
+template <typename T, int R, int C> __device__ __forceinline__ void zero(rt<T, R, C>& d) { fill(d, 0.f); }
+
+// pair conversions used by cast/store
+__device__ __forceinline__ float2 pair_to_f2(float2 x) { return x; }
+template <typename T> __device__ __forceinline__ float2 pair_to_f2(u32 x) { return arch::unpack2<T>(x); }
+template <typename T> __device__ __forceinline__ typename pair_of<T>::type f2_to_pair(float2 x);
+template <> __device__ __forceinline__ float2 f2_to_pair<float>(float2 x) { return x; }
+template <> __device__ __forceinline__ u32 f2_to_pair<bf16>(float2 x) { return arch::pack2<bf16>(x.x, x.y); }
+template <> __device__ __forceinline__ u32 f2_to_pair<f16>(float2 x) { return arch::pack2<f16>(x.x, x.y); }
+template <typename T> __device__ __forceinline__ float2 load_pair(const typename pair_of<T>::type& x);
+template <> __device__ __forceinline__ float2 load_pair<float>(const float2& x) { return x; }
+template <> __device__ __forceinline__ float2 load_pair<bf16>(const u32& x) { return arch::unpack2<bf16>(x); }
+template <> __device__ __forceinline__ float2 load_pair<f16>(const u32& x) { return arch::unpack2<f16>(x); }
+
+// dst = src converted (fp32 → bf16 makes a wgmma A fragment; see rt.h).
+template <typename U, typename T, int R, int C>
+__device__ __forceinline__ void cast(rt<U, R, C>& dst, const rt<T, R, C>& src) {
+#pragma unroll
+  for (int s = 0; s < src.slices; ++s)
+#pragma unroll
+    for (int p = 0; p < src.pairs; ++p) dst.v[s][p] = f2_to_pair<U>(load_pair<T>(src.v[s][p]));
+}
+
+// ================================================================ elementwise (fp32 tiles)
+template <int R, int C, typename F> __device__ __forceinline__ void map(rt<float, R, C>& d, const rt<float, R, C>& a, F f) {
+#pragma unroll
+  for (int s = 0; s < d.slices; ++s)
+#pragma unroll
+    for (int p = 0; p < d.pairs; ++p) d.v[s][p] = make_float2(f(a.v[s][p].x), f(a.v[s][p].y));
+}
+template <int R, int C, typename F>
+__device__ __forceinline__ void map2(rt<float, R, C>& d, const rt<float, R, C>& a, const rt<float, R, C>& b, F f) {
+#pragma unroll
+  for (int s = 0; s < d.slices; ++s)
+#pragma unroll
+    for (int p = 0; p < d.pairs; ++p)
+      d.v[s][p] = make_float2(f(a.v[s][p].x, b.v[s][p].x), f(a.v[s][p].y, b.v[s][p].y));
+}
+
+#define TILES_UNARY(name, expr)                                                              \
+  template <int R, int C> __device__ __forceinline__ void name(rt<float, R, C>& d, const rt<float, R, C>& a) { \
+    map(d, a, [](float x) { return expr; });                                                 \
+  }
+TILES_UNARY(exp2, arch::exp2(x))
+TILES_UNARY(exp, arch::exp2(x * 1.4426950408889634f))
+TILES_UNARY(log2, arch::log2(x))
+TILES_UNARY(log, arch::log2(x) * 0.6931471805599453f)
+TILES_UNARY(neg, -x)
+TILES_UNARY(abs, fabsf(x))
+TILES_UNARY(rsqrt, arch::rsqrt(x))
+TILES_UNARY(copy, x)
+#undef TILES_UNARY
+
+#define TILES_BINARY(name, expr)                                                                          \
+  template <int R, int C>                                                                                 \
+  __device__ __forceinline__ void name(rt<float, R, C>& d, const rt<float, R, C>& a, const rt<float, R, C>& b) { \
+    map2(d, a, b, [](float x, float y) { return expr; });                                                  \
+  }                                                                                                       \
+  template <int R, int C> __device__ __forceinline__ void name(rt<float, R, C>& d, const rt<float, R, C>& a, float y) { \
+    map(d, a, [y](float x) { return expr; });                                                              \
+  }
+TILES_BINARY(add, x + y)
+TILES_BINARY(sub, x - y)
+TILES_BINARY(mul, x * y)
+TILES_BINARY(div, x / y)
+TILES_BINARY(max, fmaxf(x, y))
+TILES_BINARY(min, fminf(x, y))
+#undef TILES_BINARY
+
+// ================================================================ row reductions and broadcasts
+// v[r] = reduce_c t[r, c]; the *_init forms also fold in `init` (the running max / sum of attention).
+template <bool IS_MAX, int R, int C> __device__ __forceinline__ void row_reduce(rv<R>& v, const rt<float, R, C>& t) {
+#pragma unroll
+  for (int s = 0; s < t.slices; ++s)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float acc = IS_MAX ? fmaxf(t.v[s][h].x, t.v[s][h].y) : t.v[s][h].x + t.v[s][h].y;
+#pragma unroll
+      for (int p = h + 2; p < t.pairs; p += 2)
+        acc = IS_MAX ? fmaxf(acc, fmaxf(t.v[s][p].x, t.v[s][p].y)) : acc + t.v[s][p].x + t.v[s][p].y;
+      // the 4 lanes of a quad hold the 4 column pairs of each 8-column group of the same row
+      acc = IS_MAX ? fmaxf(acc, arch::shfl_xor(acc, 1)) : acc + arch::shfl_xor(acc, 1);
+      acc = IS_MAX ? fmaxf(acc, arch::shfl_xor(acc, 2)) : acc + arch::shfl_xor(acc, 2);
+      v.v[s][h] = acc;
+    }
+}
+template <int R, int C> __device__ __forceinline__ void row_max(rv<R>& v, const rt<float, R, C>& t) { row_reduce<true>(v, t); }
+template <int R, int C> __device__ __forceinline__ void row_sum(rv<R>& v, const rt<float, R, C>& t) { row_reduce<false>(v, t); }
+template <int R, int C> __device__ __forceinline__ void row_max(rv<R>& v, const rt<float, R, C>& t, const rv<R>& init) {
+  row_reduce<true>(v, t);
+#pragma unroll
+  for (int s = 0; s < v.slices; ++s) v.v[s][0] = fmaxf(v.v[s][0], init.v[s][0]), v.v[s][1] = fmaxf(v.v[s][1], init.v[s][1]);
+}
+template <int R, int C> __device__ __forceinline__ void row_sum(rv<R>& v, const rt<float, R, C>& t, const rv<R>& init) {
+  row_reduce<false>(v, t);
+#pragma unroll
+  for (int s = 0; s < v.slices; ++s) v.v[s][0] += init.v[s][0], v.v[s][1] += init.v[s][1];
+}
+
+template <int R, int C, typename F>
+__device__ __forceinline__ void map_row(rt<float, R, C>& d, const rt<float, R, C>& t, const rv<R>& v, F f) {
+#pragma unroll
+  for (int s = 0; s < d.slices; ++s)
+#pragma unroll
+    for (int p = 0; p < d.pairs; ++p) {
+      const float y = v.v[s][p & 1];
+      d.v[s][p] = make_float2(f(t.v[s][p].x, y), f(t.v[s][p].y, y));
+    }
+}
+template <int R, int C> __device__ __forceinline__ void add_row(rt<float, R, C>& d, const rt<float, R, C>& t, const rv<R>& v) {
+  map_row(d, t, v, [](float x, float y) { return x + y; });
+}
+template <int R, int C> __device__ __forceinline__ void sub_row(rt<float, R, C>& d, const rt<float, R, C>& t, const rv<R>& v) {
+  map_row(d, t, v, [](float x, float y) { return x - y; });
+}
+template <int R, int C> __device__ __forceinline__ void mul_row(rt<float, R, C>& d, const rt<float, R, C>& t, const rv<R>& v) {
+  map_row(d, t, v, [](float x, float y) { return x * y; });
+}
+// Safe division: a row whose divisor is 0 (fully masked attention row) becomes 0, not NaN.
+template <int R, int C> __device__ __forceinline__ void div_row(rt<float, R, C>& d, const rt<float, R, C>& t, const rv<R>& v) {
+  map_row(d, t, v, [](float x, float y) { return y == 0.f ? 0.f : x / y; });
+}
+
+// ================================================================ masks (tile element (r, c) sits at (row0 + r, col0 + c))
+template <int R, int C, typename P> __device__ __forceinline__ void mask_where(rt<float, R, C>& t, float value, P pred) {
+  const int th = wg_thread();
+#pragma unroll
+  for (int s = 0; s < t.slices; ++s)
+#pragma unroll
+    for (int p = 0; p < t.pairs; ++p) {
+      const int r = frag_row(th, s, p), c = frag_col(th, p);
+      if (pred(r, c)) t.v[s][p].x = value;
+      if (pred(r, c + 1)) t.v[s][p].y = value;
+    }
+}
+// value where col0 + c > row0 + r + offset (offset = Sk - Sq aligns the mask bottom-right).
+template <int R, int C> __device__ __forceinline__ void mask_causal(rt<float, R, C>& t, int row0, int col0, int offset, float value) {
+  mask_where(t, value, [=](int r, int c) { return col0 + c > row0 + r + offset; });
+}
+template <int R, int C> __device__ __forceinline__ void mask_cols(rt<float, R, C>& t, int col0, int limit, float value) {
+  mask_where(t, value, [=](int r, int c) { return col0 + c >= limit; });
+}
+template <int R, int C> __device__ __forceinline__ void mask_rows(rt<float, R, C>& t, int row0, int limit, float value) {
+  mask_where(t, value, [=](int r, int c) { return row0 + r >= limit; });
+}
+
+// ================================================================ global memory (bounded)
+// dst[row0 + r, col0 + c] = src[r, c] for row0 + r < nrows and col0 + c < ncols; converts to U.
+// Pairs go out as one 4- or 8-byte store when the row stride keeps them aligned.
+template <typename U, typename T, int R, int C>
+__device__ __forceinline__ void store(U* dst, long long ld, int nrows, int ncols, const rt<T, R, C>& src, int row0, int col0) {
+  const int th = wg_thread();
+  const bool pair_ok = (ld % 2) == 0;
+#pragma unroll
+  for (int s = 0; s < src.slices; ++s)
+#pragma unroll
+    for (int p = 0; p < src.pairs; ++p) {
+      const int r = row0 + frag_row(th, s, p), c = col0 + frag_col(th, p);
+      if (r >= nrows) continue;
+      const float2 x = load_pair<T>(src.v[s][p]);
+      U* q = dst + (long long)r * ld + c;
+      if (pair_ok && c + 1 < ncols) {
+        *reinterpret_cast<typename pair_of<U>::type*>(q) = f2_to_pair<U>(x);
+      } else {
+        if (c < ncols) q[0] = arch::from_float<U>(x.x);
+        if (c + 1 < ncols) q[1] = arch::from_float<U>(x.y);
+      }
+    }
+}
+// Registers → shared: dst[r, c] = src[r, src_col0 + c] (dst has src's rows), converted to dst's
+// type, in the swizzled layout TMA stores read. Each pair is one 4- or 8-byte st.shared; the swizzle
+// spreads a warp's 8 rows over different banks. Follow with arch::fence_proxy_async() before a TMA store.
+template <typename U, int R, int C, int SW, typename T, int C2>
+__device__ __forceinline__ void store(st<U, R, C, SW>& dst, const rt<T, R, C2>& src, int src_col0) {
+  static_assert(C % 8 == 0 && C2 % C == 0, "the shared tile takes whole 8-column groups of the register tile");
+  const int th = wg_thread();
+  const int p0 = src_col0 / 4;  // 4 columns of the tile per pair index (2 pairs per 8-column group)
+#pragma unroll
+  for (int s = 0; s < src.slices; ++s)
+#pragma unroll
+    for (int q = 0; q < C / 4; ++q) {
+      const int p = p0 + q;
+      *reinterpret_cast<typename pair_of<U>::type*>(&dst.at(frag_row(th, s, p), frag_col(th, p) - src_col0)) =
+          f2_to_pair<U>(load_pair<T>(src.v[s][p]));
+    }
+}
+// dst[r, c] = src[row0 + r, col0 + c]; elements outside (nrows, ncols) read 0.
+template <typename T, typename U, int R, int C>
+__device__ __forceinline__ void load(rt<T, R, C>& dst, const U* src, long long ld, int nrows, int ncols, int row0, int col0) {
+  const int th = wg_thread();
+#pragma unroll
+  for (int s = 0; s < dst.slices; ++s)
+#pragma unroll
+    for (int p = 0; p < dst.pairs; ++p) {
+      const int r = row0 + frag_row(th, s, p), c = col0 + frag_col(th, p);
+      float2 x = make_float2(0.f, 0.f);
+      if (r < nrows) {
+        const U* q = src + (long long)r * ld + c;
+        if (c < ncols) x.x = arch::to_float(q[0]);
+        if (c + 1 < ncols) x.y = arch::to_float(q[1]);
+      }
+      dst.v[s][p] = f2_to_pair<T>(x);
+    }
+}
+
+// ================================================================ mma (wgmma, asynchronous)
+// acc(R x N) (+)= A(R x K) @ B(K x N), issued by one warpgroup as R/64 x K/16 wgmma.m64nNk16.
+// The operation is ASYNC: it is started here; mma_commit() closes the group and mma_wait<n>(acc) waits
+// until at most n groups are pending. Shared operands must stay untouched until then.
+//   a: shared K-major tile (rows a_row0 .. a_row0+R of a CTA-wide tile), or a register tile (16-bit)
+//   b: shared tile K x N (MN-major, i.e. B row-major: wgmma transpose bit)  — mma_AB
+//      shared tile N x K (K-major, i.e. B^T given)                            — mma_ABt
+// accumulate = false → acc = A @ B (the first k-step uses scale-d = 0).
+template <int R, int N> __device__ __forceinline__ void mma_fence(rt<float, R, N>& acc) {
+#pragma unroll
+  for (int s = 0; s < acc.slices; ++s) arch::wgmma_touch(acc.v[s]);
+  arch::wgmma_fence();
+}
+__device__ __forceinline__ void mma_commit() { arch::wgmma_commit(); }
+template <int PENDING, int R, int N> __device__ __forceinline__ void mma_wait(rt<float, R, N>& acc) {
+  arch::wgmma_wait<PENDING>();
+#pragma unroll
+  for (int s = 0; s < acc.slices; ++s) arch::wgmma_touch(acc.v[s]);
+}
+
+template <typename T, int R, int N, int RA, int K, int SWA, int SWB>
+__device__ __forceinline__ void mma_AB(rt<float, R, N>& acc, const st<T, RA, K, SWA>& a, int a_row0,
+                                       const st<T, K, N, SWB>& b, bool accumulate = true) {
+  static_assert(N <= 256 && K % 16 == 0, "one wgmma covers N <= 256; K steps of 16");
+  mma_fence(acc);
+#pragma unroll
+  for (int k = 0; k < K / 16; ++k)
+#pragma unroll
+    for (int s = 0; s < acc.slices; ++s)
+      arch::wgmma_ss<N, T, 0, 1>::run(acc.v[s], desc_kmajor(a, a_row0 + 64 * s, k), desc_mnmajor(b, k),
+                                      (accumulate || k > 0) ? 1 : 0);
+}
+template <typename T, int R, int N, int RA, int K, int SWA, int SWB>
+__device__ __forceinline__ void mma_ABt(rt<float, R, N>& acc, const st<T, RA, K, SWA>& a, int a_row0,
+                                        const st<T, N, K, SWB>& b, bool accumulate = true) {
+  static_assert(N <= 256 && K % 16 == 0, "one wgmma covers N <= 256; K steps of 16");
+  mma_fence(acc);
+#pragma unroll
+  for (int k = 0; k < K / 16; ++k)
+#pragma unroll
+    for (int s = 0; s < acc.slices; ++s)
+      arch::wgmma_ss<N, T, 0, 0>::run(acc.v[s], desc_kmajor(a, a_row0 + 64 * s, k), desc_kmajor(b, 0, k),
+                                      (accumulate || k > 0) ? 1 : 0);
+}
+template <typename T, int R, int N, int K, int SWB>
+__device__ __forceinline__ void mma_AB(rt<float, R, N>& acc, const rt<T, R, K>& a, const st<T, K, N, SWB>& b,
+                                       bool accumulate = true) {
+  static_assert(N <= 256 && K % 16 == 0, "one wgmma covers N <= 256; K steps of 16");
+  mma_fence(acc);
+#pragma unroll
+  for (int k = 0; k < K / 16; ++k)
+#pragma unroll
+    for (int s = 0; s < acc.slices; ++s)
+      arch::wgmma_rs<N, T, 1>::run(acc.v[s], reinterpret_cast<const u32(&)[4]>(a.v[s][4 * k]), desc_mnmajor(b, k),
+                                   (accumulate || k > 0) ? 1 : 0);
+}
+template <typename T, int R, int N, int K, int SWB>
+__device__ __forceinline__ void mma_ABt(rt<float, R, N>& acc, const rt<T, R, K>& a, const st<T, N, K, SWB>& b,
+                                        bool accumulate = true) {
+  static_assert(N <= 256 && K % 16 == 0, "one wgmma covers N <= 256; K steps of 16");
+  mma_fence(acc);
+#pragma unroll
+  for (int k = 0; k < K / 16; ++k)
+#pragma unroll
+    for (int s = 0; s < acc.slices; ++s)
+      arch::wgmma_rs<N, T, 0>::run(acc.v[s], reinterpret_cast<const u32(&)[4]>(a.v[s][4 * k]), desc_kmajor(b, 0, k),
+                                   (accumulate || k > 0) ? 1 : 0);
+}
+
+}  // namespace tiles

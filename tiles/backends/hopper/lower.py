@@ -1,0 +1,173 @@
+"""IR → Hopper CUDA C++: the GEMM kernel (tiles/kernels/gemm.py) lowered onto templates/gemm.cu.j2.
+
+The lowering recognises a tiled GEMM and checks each assumption the template makes:
+
+* an f32 register accumulator zeroed before ONE pipelined loop from 0 to cdiv(K, BK);
+* in the loop, `load_async(a, A[:, :], row=R, col=kb*BK)`, `load_async(b, B[:, :], row=kb*BK, col=C)`,
+  one `wait` on both, `mma(acc, a, b)` accumulating without transposes;
+* after it, `store(C[:, :], acc, row=R, col=C)` at the same tile origin (R, C);
+* (R, C), as functions of the program id over the declared grid, visit every BM x BN tile exactly once
+  (checked by evaluating them for a few problem sizes).
+
+Then the template's schedule implements it: the grid becomes persistent CTAs that visit the same tiles
+in grouped order (the kernel's `group` constexpr), the pipelined loop becomes the producer warp's TMA
+ring, `mma` becomes wgmma on the consumer warpgroups, and `store` the TMA-store epilogue.
+
+Patterns: ProducerConsumer(stages, consumers) maps directly; Pipelined(stages) takes the same
+schedule with 2 consumer warpgroups (on Hopper a TMA ring needs a producer anyway). PingPong and
+Interleave are attention schedules with no GEMM template here: refused with that reason.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Dict, List, Optional
+
+from tiles.core import ir
+from tiles.core.lowering import Lowered, Lowering, LoweringError, header_files
+from tiles.core.patterns import Interleave, PingPong, Pipelined, ProducerConsumer
+
+from . import gemm_probe, runtime
+
+ARCH = runtime.ARCH
+MAX_ACC_REGS = 128  # fp32 accumulators per consumer thread that fit next to addressing in 232 registers
+
+
+def _text(e) -> str:
+    return ir.render(ir.as_expr(e))
+
+
+def _syms(e) -> List[ir.Sym]:
+    e = ir.as_expr(e)
+    if isinstance(e, ir.Sym):
+        return [e]
+    if isinstance(e, ir.Bin):
+        return _syms(e.a) + _syms(e.b)
+    return []
+
+
+class HopperLowering(Lowering):
+    backend = "hopper"
+    template_dir = str(gemm_probe.TEMPLATES)
+
+    def __init__(self, kernel: ir.Kernel, arch: Optional[str] = None, **options):
+        super().__init__(kernel, arch or ARCH)
+        if self.arch != ARCH:
+            raise LoweringError(f"hopper: wgmma and setmaxnreg need arch {ARCH!r}, got {self.arch!r}")
+        self.options = options  # gemm template overrides chosen at launch (epilogue, cluster, ...)
+
+    # ---------------------------------------------------------------- recognising the GEMM
+    def _fail(self, why: str):
+        raise LoweringError(f"hopper: kernel {self.k.name!r} is not the tiled GEMM the Hopper template implements: {why}")
+
+    def match_gemm(self) -> Dict:
+        k = self.k
+        if isinstance(k.pattern, (PingPong, Interleave)):
+            raise LoweringError(f"hopper: {k.pattern.name} has no GEMM schedule on Hopper; declare "
+                                "ProducerConsumer(stages, consumers) (or Pipelined(stages))")
+        if len(k.params) != 3 or any(p.rank != 2 for p in k.params) or k.scalars:
+            self._fail("expected three 2-D tensors (A, B, C) and no float arguments")
+        A, B, C = k.params
+        loops = [n for n in k.body if isinstance(n, ir.Loop)]
+        ops = [n for n in k.body if isinstance(n, ir.Op)]
+        if len(loops) != 1 or not loops[0].pipelined:
+            self._fail("expected exactly one k.pipeline loop")
+        loop = loops[0]
+        if [o.name for o in ops] != ["fill", "store"] or not (k.body.index(ops[0]) < k.body.index(loop) < k.body.index(ops[1])):
+            self._fail("expected zero(acc) before the pipelined loop and store(C, acc) after it, nothing else")
+        fill, store = ops
+        acc = fill.outs[0]
+        if _text(fill.attrs.get("value", 1)) not in ("0", "0.0") or acc.kind != "reg" or acc.dtype.name != "f32":
+            self._fail("the accumulator must be an f32 register tile zeroed before the loop")
+        if [getattr(n, "name", "loop") for n in loop.body] != ["load_async", "load_async", "wait", "mma"]:
+            self._fail("the loop body must be load_async(a), load_async(b), wait(both), mma(acc, a, b)")
+        la, lb, wait, mma = loop.body
+        a, b = la.outs[0], lb.outs[0]
+        va, vb = la.ins[0], lb.ins[0]
+        if va.param is not A or vb.param is not B or va.index != (None, None) or vb.index != (None, None):
+            self._fail("the loads must read whole 2-D views A[:, :] and B[:, :]")
+        if set(wait.attrs["tokens"]) != {la.attrs["token"], lb.attrs["token"]}:
+            self._fail("the wait must cover both loads")
+        if (mma.outs[0] is not acc or mma.ins != [a, b] or mma.attrs.get("ta") or mma.attrs.get("tb")
+                or not mma.attrs.get("accumulate", True)):
+            self._fail("expected mma(acc, a, b), accumulating, without transposes")
+        if store.ins[0] is not acc or store.ins[1].param is not C or store.ins[1].index != (None, None):
+            self._fail("expected store(C[:, :], acc, row=..., col=...)")
+        (BM, BK), (BK2, BN) = a.shape, b.shape
+        if BK2 != BK or tuple(acc.shape) != (BM, BN):
+            self._fail(f"tile shapes disagree: a {a.shape}, b {b.shape}, acc {acc.shape}")
+        want_k = f"{loop.index.name} * {BK}"
+        if _text(la.attrs["col"]) != want_k or _text(lb.attrs["row"]) != want_k:
+            self._fail(f"the loads must step K by kb*{BK}: A col {_text(la.attrs['col'])}, B row {_text(lb.attrs['row'])}")
+        if _text(loop.start) != "0" or _text(loop.stop) != f"cdiv({A.name}.shape1, {BK})":
+            self._fail(f"the pipelined loop must run over cdiv(K, {BK}) blocks from 0")
+        if _text(la.attrs["row"]) != _text(store.attrs["row"]) or _text(lb.attrs["col"]) != _text(store.attrs["col"]):
+            self._fail("A's rows and B's columns must come from the stored tile's origin")
+        for e in (store.attrs["row"], store.attrs["col"]):
+            bad = [s.name for s in _syms(e) if s.kind not in ("pid", "dim")]
+            if bad:
+                self._fail(f"the tile origin may depend on program ids and sizes only, not {bad}")
+        if A.dtype.name not in ("bf16", "f16") or B.dtype != A.dtype:
+            raise LoweringError(f"hopper: GEMM inputs must both be bf16 or both f16, got A {A.dtype}, B {B.dtype}")
+        if C.dtype.name not in ("bf16", "f16", "f32"):
+            raise LoweringError(f"hopper: GEMM output must be bf16, f16 or f32, got {C.dtype}")
+        self._check_tiles_once(A, B, BM, BN, store.attrs["row"], store.attrs["col"])
+        return dict(A=A, B=B, C=C, BM=BM, BN=BN, BK=BK)
+
+    def _check_tiles_once(self, A, B, BM, BN, row0, col0) -> None:
+        """The persistent template visits every tile once in its own order; the IR must too."""
+        for M, N in ((BM * 3 + 5, BN * 2 + 1), (BM * 9, BN * 5), (BM, BN * 11 + 7)):
+            env = {A.dims[0].name: M, A.dims[1].name: 64, B.dims[0].name: 64, B.dims[1].name: N}
+            n_pid = int(ir.evaluate(self.k.grid[0], env))
+            if any(int(ir.evaluate(g, env)) != 1 for g in self.k.grid[1:]):
+                self._fail("the grid must be one-dimensional (program_id(0) over the tiles)")
+            seen = {(int(ir.evaluate(row0, {**env, "pid0": p})), int(ir.evaluate(col0, {**env, "pid0": p})))
+                    for p in range(n_pid)}
+            want = set(itertools.product(range(0, M, BM), range(0, N, BN)))
+            if n_pid != len(want) or seen != want:
+                self._fail(f"for M={M}, N={N} the programs do not cover the {len(want)} tiles of {BM}x{BN} exactly once")
+
+    # ---------------------------------------------------------------- rendering
+    def gemm_config(self, g: Dict) -> dict:
+        p = self.k.pattern
+        stages, consumers = p.stages, (p.consumers if isinstance(p, ProducerConsumer) else 2)
+        if not isinstance(p, (ProducerConsumer, Pipelined)):
+            raise LoweringError(f"hopper: no GEMM schedule for pattern {p.describe()}")
+        if g["BK"] != 64:
+            raise LoweringError(f"hopper: BK must be 64 (one 128-byte swizzle line of 16-bit values), got {g['BK']}")
+        if g["BM"] % (64 * consumers):
+            raise LoweringError(f"hopper: BM={g['BM']} must split into {consumers} consumer warpgroups of 64-row slices")
+        if (g["BM"] // consumers) * g["BN"] // 128 > MAX_ACC_REGS:
+            raise LoweringError(f"hopper: a {g['BM'] // consumers}x{g['BN']} fp32 accumulator per warpgroup needs "
+                                f"{(g['BM'] // consumers) * g['BN'] // 128} registers a thread (limit {MAX_ACC_REGS}); "
+                                f"use more consumers or a smaller tile")
+        cfg = dict(BM=g["BM"], BN=g["BN"], BK=g["BK"], stages=stages, consumers=consumers)
+        if "group" in self.k.constexprs:
+            cfg["group_m"] = int(self.k.constexprs["group"])
+        cfg.update(self.options)
+        return cfg
+
+    def lower(self) -> Lowered:
+        g = self.match_gemm()
+        A, B, C = g["A"], g["B"], g["C"]
+        cfg = self.gemm_config(g)
+        name = f"tiles_{self.k.name}_hopper_{A.dtype.name}_{C.dtype.name}_{g['BM']}x{g['BN']}x{g['BK']}"
+        try:
+            kern = gemm_probe.gemm_source(A.dtype.name, C.dtype.name, template="gemm_ir.cu.j2", name=name,
+                                          context=dict(ir_name=self.k.name, ir_text=self.k.text()), **cfg)
+        except (ValueError, TypeError) as e:
+            raise LoweringError(f"hopper: GEMM {g['BM']}x{g['BN']}x{g['BK']} {cfg}: {e}") from None
+        n = self.sym_name
+        args = [("tma", A), ("tma", B), ("tma_out", C), ("ptr", C), ("dim", A.dims[0]), ("dim", B.dims[1]),
+                ("dim", A.dims[1]), ("stride64", C.strides[0])]
+        requires = [f"{p.name}.stride1 == 1" for p in (A, B, C)] + [
+            f"{B.name}.shape0 == {A.name}.shape1", f"{C.name}.shape0 == {A.name}.shape0",
+            f"{C.name}.shape1 == {B.name}.shape1",
+            "A and B rows 16-byte aligned for TMA (else the launcher copies them into padded rows)",
+            "C rows 16-byte aligned for the TMA-store epilogue (else the launcher picks epilogue='regs')"]
+        return Lowered(kernel=self.k, backend="hopper", arch=self.arch, entry=kern.name, source=kern.source,
+                       block=(kern.threads, 1, 1), shared_bytes=kern.smem_bytes, args=args,
+                       headers=header_files(str(runtime.INCLUDE_DIR)),
+                       notes={"config": kern.cfg, "gemm_kernel": kern, "requires": requires,
+                              "grid": "persistent: min(cluster tiles, resident clusters) x cluster",
+                              "dims": dict(M=n(A.dims[0]), N=n(B.dims[1]), K=n(A.dims[1])),
+                              "template_version": runtime.TEMPLATE_VERSION})
