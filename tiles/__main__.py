@@ -50,7 +50,7 @@ def cmd_show(args) -> int:
         kfn = SUITE[n]
         a, kw = ex[n]
         be = backends.get(args.backend)
-        kw = dict(kw, **be.config(n, **kw))
+        kw = dict(kw, **be.config(n, **kw, **({"arch": args.arch} if args.arch else {})))
         if args.backend == "interp":
             text = kfn.trace(*a, **kw).text()
             print(text)

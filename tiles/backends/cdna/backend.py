@@ -1,0 +1,90 @@
+"""The CDNA backend object the registry loads (tiles.backends: "cdna").
+
+Lowering works everywhere (``python -m tiles show gemm --backend cdna --arch gfx950``). Launching needs
+ROCm and an AMD GPU (hip-python + hiprtc); without them ``available()`` is (False, reason) and ``launch``
+raises BackendUnavailable before doing anything. The launch path has never run on AMD hardware here.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from tiles.core import ir
+from tiles.core.backend import Backend, BackendUnavailable
+
+from . import runtime
+from .gemm_probe import INCLUDE_DIR, TEMPLATE_VERSION
+from .lower import DEFAULT_ARCH, CDNALowering, check_gemm_args
+
+# per-arch GEMM tiles (gemm_probe.DEFAULTS): gfx950 has the LDS for a 64-deep double-buffered K tile
+GEMM_TILES = {"gfx950": {"BM": 256, "BN": 256, "BK": 64}, "gfx942": {"BM": 256, "BN": 256, "BK": 32}}
+
+
+class CDNABackend(Backend):
+    name = "cdna"
+    include_dir = INCLUDE_DIR
+    source_suffix = ".hip"
+
+    def available(self):
+        return runtime.available()
+
+    def serves(self, device: torch.device) -> bool:
+        return device.type == "cuda" and getattr(torch.version, "hip", None) is not None
+
+    def arch(self, arch: Optional[str] = None) -> str:
+        if arch:
+            return arch
+        ok, _ = runtime.available()
+        return runtime.device_arch() if ok else DEFAULT_ARCH
+
+    def supports(self, kernel: str) -> bool:
+        return kernel == "gemm"  # the other suite kernels have no CDNA lowering yet
+
+    def config(self, kernel: str, arch: Optional[str] = None, **problem) -> dict:
+        if kernel == "gemm":
+            return dict(GEMM_TILES.get(arch or DEFAULT_ARCH, GEMM_TILES[DEFAULT_ARCH]))
+        return {}
+
+    def lower(self, kfn, *args, arch: Optional[str] = None, **kwargs):
+        arch = self.arch(arch)
+        k = kfn.trace(*args, **kwargs)
+        return CDNALowering(k, arch).lower()
+
+    def launch(self, kfn, *args, **kwargs) -> None:
+        ok, why = self.available()
+        if not ok:
+            raise BackendUnavailable(f"backend='cdna' is not available here: {why}")
+        from tiles.core import cache
+
+        arch = self.arch()
+        kwargs = {**self.config(kfn.name, arch), **kwargs}
+        lowered = self.lower(kfn, *args, arch=arch, **kwargs)
+        bound = kfn.bind(*args, **kwargs)
+        env = kfn.runtime_env(lowered.kernel, bound)
+        tensors = {p.name: bound.arguments[p.name] for p in lowered.kernel.params}
+        A, B, C = (tensors[p.name] for p in lowered.kernel.params)
+        check_gemm_args(A.shape[0], B.shape[1], A.shape[1], A.stride(0), B.stride(0), C.stride(0),
+                        ptrs=(A.data_ptr(), B.data_ptr(), C.data_ptr()), strides_inner=(A.stride(1), B.stride(1), C.stride(1)),
+                        elem_out=C.element_size())
+        import tiles
+
+        key = {"backend": "cdna", "source": runtime.flatten(lowered.source), "template_version": TEMPLATE_VERSION,
+               "arch": arch, "entry": lowered.entry, "options": ["-O3", "-std=c++17"],
+               "compiler_version": f"hiprtc {runtime.hiprtc_version()}", "tiles_version": tiles.__version__}
+        code = cache.get_or_build(key, lambda: runtime.compile_rtc(lowered.source, arch, lowered.entry), name=lowered.entry)
+        kern = runtime.Kernel(code, lowered.entry)
+        grid = tuple(int(ir.evaluate(g, env)) for g in lowered.kernel.grid)
+        if grid[0] == 0:
+            return
+        argv = []
+        for kind, x in lowered.args:
+            if kind == "ptr":
+                import ctypes
+
+                argv.append(ctypes.c_void_p(tensors[x.name].data_ptr()))
+            elif kind in ("dim", "stride"):
+                argv.append(int(env[x.name]))
+            else:
+                argv.append(float(env[x.name]))
+        kern.launch(grid, lowered.block, argv, stream=torch.cuda.current_stream().cuda_stream)

@@ -1,0 +1,165 @@
+"""Render the CDNA GEMM template: ``render_gemm(arch, dtype_in, dtype_out, **cfg) -> str``.
+
+The configuration is validated here (clear ValueErrors, before any compiler runs), the swizzle comes from
+the bank model (layouts.choose_swizzle), the main loop from the schedule data (schedule.pingpong_gemm),
+and the template (templates/gemm.hip.j2) only spells them out.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+
+import jinja2
+
+from . import layouts, schedule
+
+TEMPLATE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
+INCLUDE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "include")
+TEMPLATE_VERSION = "cdna-gemm-1"
+THREADS = 512  # 8 waves: 2 ping-pong groups x 4
+
+# defaults per arch: gfx950 has 160 KiB LDS (256x256x64 double-buffered = 128 KiB);
+# gfx942 has 64 KiB (256x256x32 double-buffered = exactly 64 KiB).
+DEFAULTS = {
+    "gfx950": dict(bm=256, bn=256, bk=64, mf=32, group_m=8, chunk=64, direct_a=True),
+    "gfx942": dict(bm=256, bn=256, bk=32, mf=32, group_m=8, chunk=64, direct_a=False),
+}
+LDS_LIMIT = {"gfx942": 64 * 1024, "gfx950": 160 * 1024}
+OUT_BYTES = {"f32": 4, "bf16": 2, "f16": 2}
+
+
+@dataclass(frozen=True)
+class GemmConfig:
+    arch: str
+    dtype_in: str
+    dtype_out: str
+    bm: int
+    bn: int
+    bk: int
+    mf: int
+    group_m: int
+    chunk: int
+    direct_a: bool = False  # gfx950: A via buffer_load ... lds (frees the A staging registers)
+    num_xcds: int = schedule.NUM_XCDS
+    threads: int = THREADS
+
+    @property
+    def kr(self) -> int:  # k-rows per thread in the transposed B stage
+        return self.bk * self.bn // (8 * self.threads)
+
+    @property
+    def a_loads(self) -> int:
+        return -(-self.bm * self.bk // (8 * self.threads))
+
+    @property
+    def b_loads(self) -> int:
+        return self.kr
+
+    @property
+    def lds_bytes(self) -> int:
+        return 2 * (self.bm + self.bn) * self.bk * 2
+
+    @property
+    def out_bytes(self) -> int:
+        return OUT_BYTES[self.dtype_out]
+
+    @property
+    def swizzle(self) -> layouts.Swizzle:
+        return layouts.choose_swizzle(self.arch, self.bk, self.kr, (self.mf,))
+
+    @property
+    def mfma(self) -> layouts.Mfma:
+        return layouts.MFMA[(self.arch, self.mf)]
+
+    @property
+    def mfma_mnemonic(self) -> str:
+        return self.mfma.mnemonic(self.dtype_in)
+
+    @property
+    def mfma_per_logical(self) -> int:  # hardware MFMAs per 16-byte logical chunk
+        return 8 // self.mfma.a.elems
+
+    @property
+    def mfma_per_cluster(self) -> int:
+        wm, wn = self.bm // 4, self.bn // 8
+        kslab = layouts.Logical(self.mf).kslab
+        return (wm // self.mf) * (wn // self.mf) * (self.bk // kslab) * self.mfma_per_logical
+
+    def grid(self, M: int, N: int) -> int:
+        return -(-M // self.bm) * -(-N // self.bn)
+
+    def schedule(self) -> schedule.Schedule:
+        return schedule.pingpong_gemm(schedule.GemmShape(self.a_loads, self.b_loads, self.direct_a))
+
+
+def gemm_config(arch: str, dtype_in: str = "bf16", dtype_out: str = "f32", **cfg) -> GemmConfig:
+    if arch not in layouts.ARCHS:
+        raise ValueError(f"arch: got {arch!r}; the CDNA GEMM supports {layouts.ARCHS}")
+    if dtype_in not in ("bf16", "f16"):
+        raise ValueError(f"dtype_in: got {dtype_in!r}; supported: bf16, f16")
+    if dtype_out not in OUT_BYTES:
+        raise ValueError(f"dtype_out: got {dtype_out!r}; supported: {tuple(OUT_BYTES)}")
+    unknown = set(cfg) - set(DEFAULTS[arch]) - {"num_xcds"}
+    if unknown:
+        raise ValueError(f"unknown GEMM option(s) {sorted(unknown)}; known: {sorted(DEFAULTS[arch])} + num_xcds")
+    c = GemmConfig(arch, dtype_in, dtype_out, **{**DEFAULTS[arch], **cfg})
+    if c.mf not in (16, 32):
+        raise ValueError(f"mf: got {c.mf}; the MFMA base is 16 or 32")
+    kslab = layouts.Logical(c.mf).kslab
+    if c.bm % (4 * c.mf) or c.bn % (8 * c.mf):
+        raise ValueError(f"bm must be a multiple of {4 * c.mf} and bn of {8 * c.mf} for mf={c.mf} (8 waves: 2x2 halves x 4 columns); got {c.bm}x{c.bn}")
+    if c.bk % kslab or c.bk * 2 % 64:
+        raise ValueError(f"bk must be a multiple of {kslab} (k-slab of the {c.mf}x{c.mf} MFMA) and of 32; got {c.bk}")
+    if c.kr not in (2, 4, 8) or c.bk * c.bn != 8 * c.threads * c.kr:
+        raise ValueError(f"bk*bn must be 8*{c.threads}*kr with kr in 2, 4, 8 (one transposed B vector per thread); got {c.bk}x{c.bn}")
+    if (c.bm * c.bk // 8) % 64:
+        raise ValueError("the A stage must split into whole waves of 16-byte loads")
+    if c.lds_bytes > LDS_LIMIT[c.arch]:
+        raise ValueError(f"LDS: {c.bm}x{c.bn}x{c.bk} double-buffered needs {c.lds_bytes} bytes; {c.arch} has {LDS_LIMIT[c.arch]}")
+    if c.direct_a and (c.arch != "gfx950" or (c.bm * c.bk // 8) % c.threads):
+        raise ValueError("direct_a (buffer_load ... lds) needs gfx950 and an A stage of whole 16-byte loads per thread")
+    if c.group_m < 1 or c.chunk < 1:
+        raise ValueError("group_m and chunk must be >= 1")
+    return c
+
+
+def _raise(msg):
+    raise ValueError(msg)
+
+
+@lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    # the same settings as tiles.core.lowering.template_env, so render_gemm and the IR lowering agree
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATE_DIR), undefined=jinja2.StrictUndefined,
+                             keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
+    env.globals["raise"] = _raise
+    return env
+
+
+def _check_operand_flow(s: schedule.Schedule) -> None:
+    """The template keeps one A register tile (ra) and two B tiles (rb0, rb1): every mma must find the A
+    half it needs in ra and its B half already read in this iteration (or held from a read this iteration)."""
+    held_a, held_b = None, set()
+    for c in s.body:
+        for st in c.steps:
+            if st.kind == "lds_read" and st.operand == "A":
+                held_a = st.half[0]
+            elif st.kind == "lds_read" and st.operand == "B":
+                held_b.add(st.half[0])
+            elif st.kind == "mma":
+                hm, hn = st.half
+                if held_a != hm or hn not in held_b:
+                    raise ValueError(f"{s.name}: {c.name} multiplies A{hm} x B{hn} but registers hold A{held_a}, B{sorted(held_b)}")
+
+
+def render_gemm(arch: str, dtype_in: str = "bf16", dtype_out: str = "f32", name: str = "", **cfg) -> str:
+    """HIP source of the GEMM kernel ``name`` (default tiles_gemm_<arch>_<in>_<out>), launched with
+    ``GemmConfig.grid(M, N)`` workgroups of 512 threads and arguments (A, B, C, M, N, K, lda, ldb, ldc)."""
+    c = gemm_config(arch, dtype_in, dtype_out, **cfg)
+    s = c.schedule()
+    schedule.check(s)
+    _check_operand_flow(s)
+    name = name or f"tiles_gemm_{arch}_{dtype_in}_{dtype_out}"
+    return environment().get_template("gemm.hip.j2").render(
+        cfg=c, schedule=s, schedule_text=s.describe(), name=name, template_version=TEMPLATE_VERSION)

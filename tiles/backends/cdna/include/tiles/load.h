@@ -1,0 +1,214 @@
+// tiles CDNA data movement: global -> registers (buffer loads, bounds by the hardware), registers ->
+// LDS (swizzled ds_write, optionally transposing 16-bit values), LDS -> MFMA operand tiles
+// (ds_read_b128) and accumulators -> global (buffer stores; out-of-range lanes are dropped).
+#pragma once
+#include "rt.h"
+#include "st.h"
+
+namespace tiles {
+
+// A 2-D global view of `rows` x `cols` elements of EB bytes with row stride `ld` elements.
+// The buffer resource covers exactly rows*ld*EB bytes from `base` (callers rebase per block so this stays
+// below 2 GiB, where arch::kOob is out of range); any offset past it reads 0 / drops the store.
+template <int EB>
+struct gview {
+  arch::rsrc_t r;
+  int rows, cols, ld;
+};
+template <int EB>
+TILES_DEV gview<EB> make_view(const void* base, int rows, int cols, int ld) {
+  long long bytes = (long long)rows * ld * EB;
+  if (bytes > 0x7fffffffLL) bytes = 0x7fffffffLL;
+  if (bytes < 0) bytes = 0;
+  return gview<EB>{arch::make_rsrc(base, (u32)bytes), rows, cols, ld};
+}
+// offset of (r, c) when the whole 16-byte vector [c, c + VEC) is inside the view, else kOob
+template <int EB, int VEC>
+TILES_DEV u32 vec_offset(const gview<EB>& g, int r, int c) {
+  const bool in = (r >= 0) & (r < g.rows) & (c >= 0) & (c + VEC <= g.cols);
+  return in ? (u32)((r * g.ld + c) * EB) : arch::kOob;
+}
+
+// ------------------------------------------------------------------ k-contiguous stage (GEMM A)
+// ROWS x COLS tile of 16-bit values, loaded by THREADS threads as 16-byte vectors: thread t takes
+// vector (t % cpr) of row (t / cpr), then t + THREADS, ... (8 lanes cover a 128-byte row: coalesced).
+// When the vectors do not split evenly the last pass is partial; it must end on a wave boundary so the
+// branch is wave-uniform (and every wave's vmcnt arithmetic stays the same for the loads after it).
+template <int ROWS, int COLS, int THREADS>
+struct stage_k {
+  static constexpr int cpr = COLS / 8, total = ROWS * (COLS / 8), n = (total + THREADS - 1) / THREADS;
+  static_assert(COLS % 8 == 0 && total % 64 == 0, "stage must split into whole waves of 16-byte vectors");
+  TILES_HD bool active(int t) { return total % THREADS == 0 || t < total; }
+  u32x4 v[n];
+};
+template <int ROWS, int COLS, int THREADS>
+TILES_DEV void load_stage(stage_k<ROWS, COLS, THREADS>& s, const gview<2>& g, int row0, int col0, u32 tid) {
+#pragma unroll
+  for (int p = 0; p < s.n; ++p) {
+    const int t = (int)tid + p * THREADS, r = t / s.cpr, c = (t % s.cpr) * 8;
+    if (s.active(t)) s.v[p] = arch::buffer_load_b128(g.r, vec_offset<2, 8>(g, row0 + r, col0 + c));
+  }
+}
+template <class ST, int ROWS, int COLS, int THREADS>
+TILES_DEV void store_stage(u32 lds, const stage_k<ROWS, COLS, THREADS>& s, u32 tid) {
+  static_assert(ST::rows == ROWS && ST::cols == COLS, "stage and LDS tile shapes differ");
+#pragma unroll
+  for (int p = 0; p < s.n; ++p) {
+    const int t = (int)tid + p * THREADS, r = t / s.cpr, c = (t % s.cpr) * 8;
+    if (s.active(t)) arch::lds_write_b128(lds + ST::offset(r, c), s.v[p]);
+  }
+}
+
+#if defined(__gfx950__)
+// gfx950: the same k-contiguous tile loaded straight into LDS. A wave's load lands on 1024 contiguous
+// bytes (lane i at +16 i), so the swizzle is applied on the global side: the lane that fills physical
+// chunk q of line L loads logical chunk q ^ swz(L) (the XOR swizzle is its own inverse).
+template <class ST, int THREADS>
+TILES_DEV void load_lds_direct(u32 lds, const gview<2>& g, int row0, int col0, u32 tid) {
+  constexpr int total = ST::rows * ST::cols / 8;  // 16-byte vectors
+  static_assert(total % THREADS == 0, "direct LDS stage must split evenly over the threads");
+  const u32 wave_base = (tid & ~63u) * 16u;  // wave-uniform part of the destination
+#pragma unroll
+  for (int p = 0; p < total / THREADS; ++p) {
+    const u32 phys = (u32)(p * THREADS) * 16u + tid * 16u;  // this lane's destination byte in the tile
+    const u32 line = phys >> 7, chunk = ((phys >> 4) & 7u) ^ ST::swz(line);
+    const u32 lin = (line << 7) | (chunk << 4);
+    const int r = (int)(lin / ST::row_bytes), c = (int)(lin % ST::row_bytes) / 2;
+    arch::buffer_load_lds_b128(g.r, vec_offset<2, 8>(g, row0 + r, col0 + c),
+                               arch::readfirstlane(lds + (u32)(p * THREADS) * 16u + wave_base));
+  }
+}
+#endif
+
+// ------------------------------------------------------------------ transposing stage (GEMM B, K x N row-major)
+// KT x NT tile; thread t holds KR consecutive k-rows of one 8-wide n-vector: k-group t % (KT/KR),
+// n-vector t / (KT/KR). It is written to an NT x KT LDS tile (k contiguous) as 8 writes of KR values.
+template <int KT, int NT, int KR, int THREADS>
+struct stage_t {
+  static constexpr int groups = KT / KR, n = (KT / KR) * (NT / 8) / THREADS;
+  static_assert(KT % KR == 0 && NT % 8 == 0 && ((KT / KR) * (NT / 8)) % THREADS == 0, "stage must split evenly");
+  static_assert(KR == 2 || KR == 4 || KR == 8, "KR: 2 (ds_write_b32), 4 (b64) or 8 (b128)");
+  u32x4 v[n][KR];
+};
+template <int KT, int NT, int KR, int THREADS>
+TILES_DEV void load_stage_t(stage_t<KT, NT, KR, THREADS>& s, const gview<2>& g, int k0, int n0, u32 tid) {
+#pragma unroll
+  for (int p = 0; p < s.n; ++p) {
+    const int t = (int)tid + p * THREADS, kg = t % s.groups, nv = t / s.groups;
+#pragma unroll
+    for (int q = 0; q < KR; ++q) s.v[p][q] = arch::buffer_load_b128(g.r, vec_offset<2, 8>(g, k0 + kg * KR + q, n0 + nv * 8));
+  }
+}
+// the 16-bit value e of two rows x, y packed as (x_e | y_e << 16)
+TILES_DEV u32 pack_pair(u32x4 x, u32x4 y, int e) {
+  const u32 a = x[e >> 1], b = y[e >> 1];
+  return (e & 1) ? ((a >> 16) | (b & 0xffff0000u)) : ((a & 0xffffu) | (b << 16));
+}
+template <class ST, int KT, int NT, int KR, int THREADS>
+TILES_DEV void store_stage_t(u32 lds, const stage_t<KT, NT, KR, THREADS>& s, u32 tid) {
+  static_assert(ST::rows == NT && ST::cols == KT, "transposed LDS tile must be NT x KT");
+#pragma unroll
+  for (int p = 0; p < s.n; ++p) {
+    const int t = (int)tid + p * THREADS, kg = t % s.groups, nv = t / s.groups;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      const u32 a = lds + ST::offset(nv * 8 + e, kg * KR);
+      if constexpr (KR == 2) arch::lds_write_b32(a, pack_pair(s.v[p][0], s.v[p][1], e));
+      else if constexpr (KR == 4) arch::lds_write_b64(a, u32x2{pack_pair(s.v[p][0], s.v[p][1], e), pack_pair(s.v[p][2], s.v[p][3], e)});
+      else arch::lds_write_b128(a, u32x4{pack_pair(s.v[p][0], s.v[p][1], e), pack_pair(s.v[p][2], s.v[p][3], e),
+                                          pack_pair(s.v[p][4], s.v[p][5], e), pack_pair(s.v[p][6], s.v[p][7], e)});
+    }
+  }
+}
+
+// ------------------------------------------------------------------ LDS -> MFMA operand
+template <class ST, int ROWS, int K, int MF>
+TILES_DEV void load_op(rt_op<ROWS, K, MF>& d, u32 lds, int row0, int k0) {
+  const int lane = (int)arch::lane_id();
+#pragma unroll
+  for (int i = 0; i < d.rb; ++i)
+#pragma unroll
+    for (int s = 0; s < d.kb; ++s)
+      d.c[i][s] = arch::lds_read_b128(lds + ST::offset(row0 + d.row_of(lane, i), k0 + d.k_of(lane, s)));
+}
+// global -> MFMA operand directly (k contiguous; vectors crossing the edge read as 0: needs cols % 8 == 0)
+template <int ROWS, int K, int MF>
+TILES_DEV void load_op(rt_op<ROWS, K, MF>& d, const gview<2>& g, int row0, int k0) {
+  const int lane = (int)arch::lane_id();
+#pragma unroll
+  for (int i = 0; i < d.rb; ++i)
+#pragma unroll
+    for (int s = 0; s < d.kb; ++s) d.c[i][s] = arch::buffer_load_b128(g.r, vec_offset<2, 8>(g, row0 + d.row_of(lane, i), k0 + d.k_of(lane, s)));
+}
+
+// ------------------------------------------------------------------ accumulators -> global
+template <dt OUT> TILES_DEV u32 to_bits16(float x) { return OUT == dt::bf16 ? arch::f32_to_bf16(x) : arch::f32_to_f16(x); }
+
+// Store an accumulator that holds C^T (acc rows = output columns, acc cols = output rows), as the GEMM
+// computes it: each lane then owns 4 consecutive output columns per 4 registers -> one 16-byte (f32) or
+// 8-byte (16-bit) store. (row0, col0): output coordinates of acc element (0, 0).
+template <dt OUT, int EB, int R, int C, int MF>
+TILES_DEV void store_acc_T(const gview<EB>& g, const rt_acc<R, C, MF>& acc, int row0, int col0) {
+  const int lane = (int)arch::lane_id();
+#pragma unroll
+  for (int i = 0; i < acc.rb; ++i)
+#pragma unroll
+    for (int j = 0; j < acc.cb; ++j)
+#pragma unroll
+      for (int q = 0; q < acc.nreg / 4; ++q) {
+        const int orow = row0 + acc.col_of(lane, j), ocol = col0 + acc.row_of(lane, i, 4 * q);
+        const f32x4 v = {acc.d[i][j][4 * q], acc.d[i][j][4 * q + 1], acc.d[i][j][4 * q + 2], acc.d[i][j][4 * q + 3]};
+        if (orow < g.rows && ocol + 4 <= g.cols) {  // common case: whole vector inside
+          const u32 off = (u32)((orow * g.ld + ocol) * EB);
+          if constexpr (OUT == dt::f32) arch::buffer_store_b128(__builtin_bit_cast(u32x4, v), g.r, off);
+          else arch::buffer_store_b64(u32x2{to_bits16<OUT>(v[0]) | (to_bits16<OUT>(v[1]) << 16), to_bits16<OUT>(v[2]) | (to_bits16<OUT>(v[3]) << 16)}, g.r, off);
+        } else if (orow < g.rows) {  // right edge: element by element
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const u32 off = ocol + e < g.cols ? (u32)((orow * g.ld + ocol + e) * EB) : arch::kOob;
+            const float x = v[e];  // a scalar first: bit-casting a vector element reads element 0 (clang)
+            if constexpr (OUT == dt::f32) arch::buffer_store_b32(__builtin_bit_cast(u32, x), g.r, off);
+            else arch::buffer_store_b16((u16)to_bits16<OUT>(x), g.r, off);
+          }
+        }
+      }
+}
+
+// Store an accumulator in its own orientation (OPS `store`): element by element, out of range dropped.
+template <dt OUT, int EB, int R, int C, int MF>
+TILES_DEV void store(const gview<EB>& g, const rt_acc<R, C, MF>& acc, int row0, int col0) {
+  const int lane = (int)arch::lane_id();
+#pragma unroll
+  for (int i = 0; i < acc.rb; ++i)
+#pragma unroll
+    for (int j = 0; j < acc.cb; ++j)
+#pragma unroll
+      for (int r = 0; r < acc.nreg; ++r) {
+        const int orow = row0 + acc.row_of(lane, i, r), ocol = col0 + acc.col_of(lane, j);
+        const bool in = orow < g.rows && ocol < g.cols;
+        const u32 off = in ? (u32)((orow * g.ld + ocol) * EB) : arch::kOob;
+        const float x = acc.d[i][j][r];  // a scalar first: bit-casting a vector element reads element 0 (clang)
+        if constexpr (OUT == dt::f32) arch::buffer_store_b32(__builtin_bit_cast(u32, x), g.r, off);
+        else arch::buffer_store_b16((u16)to_bits16<OUT>(x), g.r, off);
+      }
+}
+// Load an accumulator-shaped tile (OPS `load` into a register tile): out of range reads 0.
+template <dt IN, int EB, int R, int C, int MF>
+TILES_DEV void load(rt_acc<R, C, MF>& acc, const gview<EB>& g, int row0, int col0) {
+  const int lane = (int)arch::lane_id();
+#pragma unroll
+  for (int i = 0; i < acc.rb; ++i)
+#pragma unroll
+    for (int j = 0; j < acc.cb; ++j)
+#pragma unroll
+      for (int r = 0; r < acc.nreg; ++r) {
+        const int orow = row0 + acc.row_of(lane, i, r), ocol = col0 + acc.col_of(lane, j);
+        const bool in = orow < g.rows && ocol < g.cols;
+        const u32 off = in ? (u32)((orow * g.ld + ocol) * EB) : arch::kOob;
+        if constexpr (IN == dt::f32) acc.d[i][j][r] = __builtin_bit_cast(float, arch::buffer_load_b32(g.r, off));
+        else if constexpr (IN == dt::bf16) acc.d[i][j][r] = arch::bf16_to_f32(arch::buffer_load_b16(g.r, off));
+        else acc.d[i][j][r] = arch::f16_to_f32(arch::buffer_load_b16(g.r, off));
+      }
+}
+
+}  // namespace tiles
