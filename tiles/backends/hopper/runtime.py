@@ -10,7 +10,6 @@ import ctypes
 import hashlib
 import pathlib
 import re
-import threading
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Optional, Sequence, Tuple
 
@@ -113,28 +112,23 @@ def nvrtc_compile(source: str, arch: str = ARCH, options: Sequence[str] = (), na
 # ----------------------------------------------------------------------------- cache
 
 
-_memory_cache: Dict[str, bytes] = {}
-_cache_lock = threading.Lock()
+def _capturing() -> bool:
+    """Whether torch's current stream is capturing a CUDA graph: compiling there would stall the
+    capture for seconds, so only a cache hit is allowed."""
+    try:
+        import torch
+
+        return torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
+    except Exception:  # noqa: BLE001 - no CUDA runtime: not capturing
+        return False
 
 
 def _cached_build(key_parts: dict, build: Callable[[], bytes]) -> bytes:
-    """The one place kernels are cached: tiles.core.cache.KernelCache (on disk) when it exists, else
-    an in-process dict keyed by a hash of the same parts."""
-    try:  # written by the packaging/cache owner; get_cache() is the process-wide instance
-        from tiles.core import cache as core_cache
-    except ImportError:
-        core_cache = None
-    if core_cache is not None:
-        get = getattr(core_cache, "get_cache", None)
-        return (get() if get else core_cache.KernelCache()).get_or_build(key_parts, build)
-    key = hashlib.sha256(repr(sorted(key_parts.items())).encode()).hexdigest()
-    with _cache_lock:
-        hit = _memory_cache.get(key)
-    if hit is None:
-        hit = build()
-        with _cache_lock:
-            _memory_cache[key] = hit
-    return hit
+    """The one place kernels are cached (tiles.core.cache: memory in front of disk)."""
+    from tiles.core import cache as core_cache
+
+    return core_cache.get_cache().get_or_build(key_parts, build, allow_build=not _capturing(),
+                                               name=key_parts.get("name"))
 
 
 def _tiles_version() -> str:
