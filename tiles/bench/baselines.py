@@ -21,7 +21,13 @@ def _sdpa(backend_enum):
     return run
 
 
-def attention_impls(device: torch.device, backend: str | None, backward: bool, skipped: dict) -> dict:
+# FlexAttention compiles one Triton kernel per shape (tens of seconds each): outside the full suite it
+# is measured at the two points the anchors quote.
+FLEX_POINTS = ({"S": 2048, "D": 128, "causal": False}, {"S": 8192, "D": 128, "causal": False})
+
+
+def attention_impls(device: torch.device, backend: str | None, backward: bool, skipped: dict,
+                    shape: dict | None = None, suite: str = "standard") -> dict:
     impls = {}
 
     def tiles_fwd(x, causal):  # every impl returns (B, H, S, D), the layout the reference uses
@@ -36,10 +42,12 @@ def attention_impls(device: torch.device, backend: str | None, backward: bool, s
     if torch.version.hip is None:
         impls["sdpa_cudnn"] = _sdpa(SDPBackend.CUDNN_ATTENTION)
         impls["sdpa_flash"] = _sdpa(SDPBackend.FLASH_ATTENTION)
-        try:
-            impls["flex"] = _flex()
-        except Exception as e:  # noqa: BLE001 - any failure means the baseline is absent
-            skipped["flex"] = f"{type(e).__name__}: {e}"
+        point = shape is not None and any(all(shape.get(k) == v for k, v in p.items()) for p in FLEX_POINTS)
+        if suite == "full" or point:
+            try:
+                impls["flex"] = _flex()
+            except Exception as e:  # noqa: BLE001 - any failure means the baseline is absent
+                skipped["flex"] = f"{type(e).__name__}: {e}"
     else:
         impls["sdpa"] = _sdpa(SDPBackend.FLASH_ATTENTION)
         try:

@@ -182,12 +182,12 @@ def _attention_sets(s, device, n):
     return sets
 
 
-def bench_attention(s, device, backend, backward, reps, budget, progress) -> list:
+def bench_attention(s, device, backend, backward, reps, budget, progress, suite="standard") -> list:
     causal = s["causal"]
     per_set = 2 * (s["B"] * s["S"] * s["H"] * s["D"] * 2 + 2 * s["B"] * s["S_k"] * s["H_kv"] * s["D"])
     sets = _attention_sets(s, device, _n_sets(per_set, device))
     skipped = {}
-    impls = baselines.attention_impls(device, backend, backward, skipped)
+    impls = baselines.attention_impls(device, backend, backward, skipped, s, suite)
     kernel = "attention_bwd" if backward else "attention_fwd"
     x0 = sets[0]
     rows, ok_impls = [], {}
@@ -354,7 +354,7 @@ def run(suite="quick", kernels=("gemm", "attention_fwd", "attention_bwd"), out=N
         if k == "gemm":
             rows += bench_gemm(s, device, backend, reps, budget, progress)
         else:
-            rows += bench_attention(s, device, backend, k == "attention_bwd", reps, budget, progress)
+            rows += bench_attention(s, device, backend, k == "attention_bwd", reps, budget, progress, suite)
         if device.type == "cuda":
             torch.cuda.empty_cache()
     if device.type == "cuda":
