@@ -56,7 +56,7 @@ def test_unsupported_kernels_and_tiles_raise_clearly():
     with pytest.raises(LoweringError, match="GEMM"):
         q = t(1, 128, 4, 64)
         lse = t(1, 4, 128, dtype=torch.float32)
-        backends.get("cdna").lower(SUITE["attention_fwd"], q, q, q, q, lse, 0.125, causal=True, D=64, arch="gfx942")
+        backends.get("cdna").lower(SUITE["attention_bwd_dq"], q, q, q, q, lse, lse, q, 0.125, causal=True, D=64, arch="gfx942")
     with pytest.raises(LoweringError, match="LDS"):
         lowered("gfx942", BK=64)  # 128 KiB double buffer > 64 KiB
     with pytest.raises(LoweringError, match="bm must be"):

@@ -71,7 +71,7 @@ def test_refusals_say_why(hopper):
     with pytest.raises(LoweringError, match="has no Hopper lowering yet"):
         q = meta(1, 128, 2, 64)
         lse = meta(1, 2, 128, dtype=torch.float32)
-        hopper.lower(SUITE["attention_fwd"], q, q, q, q, lse, 0.125, causal=False, D=64)
+        hopper.lower(SUITE["attention_bwd_dkdv"], q, q, q, q, lse, lse, q, q, 0.125, causal=False, D=64)
 
 
 @kernel(overlap=Pipelined(stages=3))

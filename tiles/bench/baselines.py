@@ -33,7 +33,16 @@ def attention_impls(device: torch.device, backend: str | None, backward: bool, s
     def tiles_fwd(x, causal):  # every impl returns (B, H, S, D), the layout the reference uses
         return tiles.attention(x["q"], x["k"], x["v"], causal=causal, backend=backend).transpose(1, 2)
 
-    impls["tiles"] = tiles_fwd
+    from tiles import backends
+
+    needs = ("attention_fwd",) + (("attention_bwd_prep", "attention_bwd_dkdv", "attention_bwd_dq") if backward else ())
+    chosen = backends.get(backend) if backend else backends.for_device(device)
+    missing = [k for k in needs if not chosen.supports(k)]
+    if device.type == "cuda" and (missing or chosen.name == "interp"):
+        # Timing the interpreter on a GPU would measure Python, not a kernel: say what is missing instead.
+        skipped["tiles"] = f"backend {chosen.name} does not lower {missing or needs} on this device yet"
+    else:
+        impls["tiles"] = tiles_fwd
     if device.type != "cuda":
         impls["torch_sdpa"] = _sdpa_math
         return impls

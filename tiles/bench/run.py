@@ -24,6 +24,8 @@ from . import baselines, peaks, shapes
 
 
 def _git_commit() -> str:
+    if os.environ.get("TILES_COMMIT"):  # a copy of the tree without .git (the device machine) says it here
+        return os.environ["TILES_COMMIT"]
     try:
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         out = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
@@ -78,6 +80,9 @@ class Timer:
     def __call__(self, fn) -> float:
         if self.cuda:
             s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            # Keep the GPU busy (~1 ms) while the host prepares the launch, so the events bracket the
+            # kernel's time, not Python's; host cost per call is reported separately.
+            torch.cuda._sleep(2_000_000)
             s.record()
             fn()
             e.record()
@@ -350,6 +355,17 @@ def run(suite="quick", kernels=("gemm", "attention_fwd", "attention_bwd"), out=N
             print(f"[{i:3d}/{len(work)} {time.perf_counter() - t0:6.0f}s] {r['kernel']:14} "
                   f"{_shape_str(r['shape']):38} {r['impl']:11} {line}", flush=True)
 
+    result = {"schema": 1, "suite": suite, "environment": env, "rows": rows}
+    if out is None:
+        day = env["date"][:10]
+        out = os.path.join("bench", "results", f"{env['device_key'].replace(' ', '_')}-{day}.json")
+    os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+
+    def save():  # after every shape, so a run cut short keeps what it measured
+        with open(out + ".tmp", "w") as f:
+            json.dump(result, f, indent=1)
+        os.replace(out + ".tmp", out)
+
     for k, s in work:
         if k == "gemm":
             rows += bench_gemm(s, device, backend, reps, budget, progress)
@@ -357,15 +373,10 @@ def run(suite="quick", kernels=("gemm", "attention_fwd", "attention_bwd"), out=N
             rows += bench_attention(s, device, backend, k == "attention_bwd", reps, budget, progress, suite)
         if device.type == "cuda":
             torch.cuda.empty_cache()
+        save()
     if device.type == "cuda":
         rows += compile_times(device, backend)
-    result = {"schema": 1, "suite": suite, "environment": env, "rows": rows}
-    if out is None:
-        day = env["date"][:10]
-        out = os.path.join("bench", "results", f"{env['device_key'].replace(' ', '_')}-{day}.json")
-    os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
-    with open(out, "w") as f:
-        json.dump(result, f, indent=1)
+    save()
     if not quiet:
         print(f"wrote {out}")
     return result

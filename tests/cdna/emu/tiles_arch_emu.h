@@ -38,7 +38,7 @@ struct Fiber {
 inline constexpr size_t kStack = 128 * 1024;
 inline std::vector<char*> g_stacks;
 struct Block {
-  unsigned block_id = 0, threads = 0;
+  unsigned block_id = 0, threads = 0, block_id_y = 0, block_id_z = 0;
   std::vector<Fiber> fibers;
   Barrier block_barrier;
   std::vector<Barrier> wave_barrier;
@@ -72,10 +72,12 @@ inline void trampoline() {
   // leave the wave/block barriers consistent: a finished fiber never arrives again
   swapcontext(&self().ctx, &g_block->sched);
 }
-// run `body` (which calls the kernel) once per work-item of block `bid`; returns the s_barrier count
-inline long long run_block(unsigned bid, unsigned threads, void (*body)()) {
+// run `body` (which calls the kernel) once per work-item of block (bid, bid_y, bid_z); returns the s_barrier count
+inline long long run_block(unsigned bid, unsigned threads, void (*body)(), unsigned bid_y = 0, unsigned bid_z = 0) {
   Block b;
   b.block_id = bid;
+  b.block_id_y = bid_y;
+  b.block_id_z = bid_z;
   b.threads = threads;
   b.block_barrier.expected = (int)threads;
   b.wave_barrier.resize((threads + 63) / 64);
@@ -165,6 +167,8 @@ inline constexpr int kWave = 64;
 
 TILES_DEV u32 thread_id() { return emu::self().tid; }
 TILES_DEV u32 block_id() { return emu::g_block->block_id; }
+TILES_DEV u32 block_id_y() { return emu::g_block->block_id_y; }
+TILES_DEV u32 block_id_z() { return emu::g_block->block_id_z; }
 TILES_DEV u32 lane_id() { return emu::lane(); }
 TILES_DEV u32 readfirstlane(u32 v) {
   u32 out = 0;

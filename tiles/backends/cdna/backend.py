@@ -39,16 +39,32 @@ class CDNABackend(Backend):
         return runtime.device_arch() if ok else DEFAULT_ARCH
 
     def supports(self, kernel: str) -> bool:
-        return kernel == "gemm"  # the other suite kernels have no CDNA lowering yet
+        if kernel == "attention_fwd":
+            return True  # lower_attention.py (8-wave ping-pong, S^T softmax)
+        from .lower_simt import SIMT_KERNELS
+
+        return kernel == "gemm" or kernel in SIMT_KERNELS  # SIMT: lower_simt.py (kernels without mma)
 
     def config(self, kernel: str, arch: Optional[str] = None, **problem) -> dict:
         if kernel == "gemm":
             return dict(GEMM_TILES.get(arch or DEFAULT_ARCH, GEMM_TILES[DEFAULT_ARCH]))
+        if kernel == "attention_fwd":
+            from .lower_attention import default_tiles
+
+            return default_tiles(arch or DEFAULT_ARCH, int(problem.get("D", 128)))
         return {}
 
     def lower(self, kfn, *args, arch: Optional[str] = None, **kwargs):
         arch = self.arch(arch)
         k = kfn.trace(*args, **kwargs)
+        from .lower_simt import SimtLowering, uses_mma
+
+        if not uses_mma(k):  # any kernel without mma: the generic op-by-op lowering
+            return SimtLowering(k, arch).lower()
+        if kfn.name == "attention_fwd":
+            from .lower_attention import CDNAAttentionLowering
+
+            return CDNAAttentionLowering(k, arch).lower()
         return CDNALowering(k, arch).lower()
 
     def launch(self, kfn, *args, **kwargs) -> None:
@@ -58,15 +74,20 @@ class CDNABackend(Backend):
         from tiles.core import cache
 
         arch = self.arch()
-        kwargs = {**self.config(kfn.name, arch), **kwargs}
+        kwargs = {**self.config(kfn.name, arch, **kwargs), **kwargs}
         lowered = self.lower(kfn, *args, arch=arch, **kwargs)
         bound = kfn.bind(*args, **kwargs)
         env = kfn.runtime_env(lowered.kernel, bound)
         tensors = {p.name: bound.arguments[p.name] for p in lowered.kernel.params}
-        A, B, C = (tensors[p.name] for p in lowered.kernel.params)
-        check_gemm_args(A.shape[0], B.shape[1], A.shape[1], A.stride(0), B.stride(0), C.stride(0),
-                        ptrs=(A.data_ptr(), B.data_ptr(), C.data_ptr()), strides_inner=(A.stride(1), B.stride(1), C.stride(1)),
-                        elem_out=C.element_size())
+        if kfn.name == "attention_fwd":
+            from .lower_attention import check_attention_args
+
+            check_attention_args(*tensors.values(), D=int(kwargs["D"]))
+        elif lowered.notes.get("lowering") != "simt":  # SIMT kernels bound-check every access
+            A, B, C = (tensors[p.name] for p in lowered.kernel.params)
+            check_gemm_args(A.shape[0], B.shape[1], A.shape[1], A.stride(0), B.stride(0), C.stride(0),
+                            ptrs=(A.data_ptr(), B.data_ptr(), C.data_ptr()), strides_inner=(A.stride(1), B.stride(1), C.stride(1)),
+                            elem_out=C.element_size())
         import tiles
 
         key = {"backend": "cdna", "source": runtime.flatten(lowered.source), "template_version": TEMPLATE_VERSION,
@@ -74,8 +95,9 @@ class CDNABackend(Backend):
                "compiler_version": f"hiprtc {runtime.hiprtc_version()}", "tiles_version": tiles.__version__}
         code = cache.get_or_build(key, lambda: runtime.compile_rtc(lowered.source, arch, lowered.entry), name=lowered.entry)
         kern = runtime.Kernel(code, lowered.entry)
-        grid = tuple(int(ir.evaluate(g, env)) for g in lowered.kernel.grid)
-        if grid[0] == 0:
+        # attention: the IR grid flattened to x (lowered.notes['launch_grid']) for the chiplet remap
+        grid = tuple(int(ir.evaluate(g, env)) for g in lowered.notes.get("launch_grid", lowered.kernel.grid))
+        if min(grid) <= 0:
             return
         argv = []
         for kind, x in lowered.args:

@@ -15,6 +15,8 @@ from tiles.core.lowering import LoweringError
 
 from . import gemm_probe, runtime
 from .lower import ARCH, HopperLowering
+from .lower_simt import LayerNormLowering, SimtLowering
+from .lower_attention import WarpSpecializedLowering
 
 
 class HopperBackend(Backend):
@@ -22,7 +24,16 @@ class HopperBackend(Backend):
     include_dir = str(runtime.INCLUDE_DIR)
     source_suffix = ".cu"
 
+    def __init__(self):
+        self._lowered: dict = {}  # (traced kernel, options, device) -> Lowered
+        self._available = None
+
     def available(self):
+        if self._available is None:  # asked on every call of the public API: probe once
+            self._available = self._probe()
+        return self._available
+
+    def _probe(self):
         try:
             major, minor = runtime.nvrtc_version()
         except Exception as e:  # bindings or libnvrtc missing
@@ -76,7 +87,10 @@ class HopperBackend(Backend):
             return
         # launch-time choices the IR cannot see: the TMA-store epilogue needs C's rows 16-byte aligned
         options = gemm_probe._fit_defaults({}, False, C)
-        lowered = self.lower(kfn, *args, options=options, **kwargs)
+        key = (id(k), tuple(sorted(options.items())), torch.cuda.current_device())
+        lowered = self._lowered.get(key)
+        if lowered is None:  # lowering renders a template: once per specialization, not per call
+            lowered = self._lowered[key] = self.lower(kfn, *args, options=options, **kwargs)
         kern = lowered.notes["gemm_kernel"]
         k, argv, grid, keep = gemm_probe.bind(kern, A, B, C)
         k.launch((grid,), lowered.block, argv, smem=lowered.shared_bytes)
@@ -85,3 +99,7 @@ class HopperBackend(Backend):
 # suite kernel name -> lowering class. A lowering other than the GEMM's provides
 # `launch(backend, kfn, *args, **kwargs)` as a classmethod, and optionally `config(**problem)`.
 LOWERINGS = {"gemm": HopperLowering}
+# kernels without mma: the generic op-by-op lowering (lower_simt.py)
+LOWERINGS.update({"layernorm": LayerNormLowering, "rotary": SimtLowering, "attention_bwd_prep": SimtLowering})
+# kernels with a pipelined loop feeding wgmma: the warp-specialized op-by-op lowering (lower_attention.py)
+LOWERINGS.update({"attention_fwd": WarpSpecializedLowering, "attention_bwd_dq": WarpSpecializedLowering})

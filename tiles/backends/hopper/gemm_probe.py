@@ -142,6 +142,9 @@ def prepare(a, b, out_dtype=None, out=None, b_kmajor: bool = False, **over):
     return k, args, grid, kern, out, keep
 
 
+_loaded: dict = {}
+
+
 def bind(kern: GemmKernel, a, b, out):
     """Compile/load `kern` and build its launch arguments for these tensors: (kernel, args, grid, keep).
 
@@ -155,8 +158,10 @@ def bind(kern: GemmKernel, a, b, out):
                          f"{out.dtype} strides {out.stride()}")
     if ctype(a.dtype) != kern.in_t or b.dtype != a.dtype:
         raise TypeError(f"kernel {kern.name} takes {kern.in_t} inputs, got {a.dtype} and {b.dtype}")
-    compiled = runtime.compile_cuda(kern.source, name=kern.name + ".cu")
-    k = runtime.load(compiled.cubin, kern.name)
+    k = _loaded.get((kern.name, kern.source))
+    if k is None:  # compile (disk-cached) and load once per kernel source, not per call
+        compiled = runtime.compile_cuda(kern.source, name=kern.name + ".cu")
+        k = _loaded[(kern.name, kern.source)] = runtime.load(compiled.cubin, kern.name)
     a2 = _tma_ready(a, K)
     b2 = _tma_ready(b, K if cfg["b_kmajor"] else N)
     map_a = runtime.tensor_map_2d(a2, cfg["BM"], 64)

@@ -33,6 +33,8 @@ inline constexpr int kWave = 64;
 // ------------------------------------------------------------------ ids
 TILES_DEV u32 thread_id() { return __builtin_amdgcn_workitem_id_x(); }
 TILES_DEV u32 block_id() { return __builtin_amdgcn_workgroup_id_x(); }
+TILES_DEV u32 block_id_y() { return __builtin_amdgcn_workgroup_id_y(); }
+TILES_DEV u32 block_id_z() { return __builtin_amdgcn_workgroup_id_z(); }
 TILES_DEV u32 lane_id() { return __builtin_amdgcn_workitem_id_x() & (kWave - 1); }
 // wave-uniform value into an SGPR (the compiler cannot prove uniformity of tid/64 by itself)
 TILES_DEV u32 readfirstlane(u32 v) { return __builtin_amdgcn_readfirstlane(v); }

@@ -211,4 +211,38 @@ TILES_DEV void load(rt_acc<R, C, MF>& acc, const gview<EB>& g, int row0, int col
       }
 }
 
+
+// ------------------------------------------------------------------ attention (transposed tiles, rt.h rt_t)
+// A operand whose MFMA result is a permuted transposed tile (rt_t<.., PERM = true>): operand row R is
+// tile row key_perm<MF>(R) (a bit permutation inside 32-row groups: same addresses, another order).
+template <class ST, int ROWS, int K, int MF>
+TILES_DEV void load_op_perm(rt_op<ROWS, K, MF>& d, u32 lds, int row0, int k0) {
+  static_assert(ROWS % 32 == 0, "permuted operands cover whole 32-row groups");
+  const int lane = (int)arch::lane_id();
+#pragma unroll
+  for (int i = 0; i < d.rb; ++i)
+#pragma unroll
+    for (int s = 0; s < d.kb; ++s)
+      d.c[i][s] = arch::lds_read_b128(lds + ST::offset(row0 + key_perm<MF>(d.row_of(lane, i)), k0 + d.k_of(lane, s)));
+}
+// Store a transposed tile in its logical orientation: the accumulator holds the transpose, so each lane
+// owns 4 consecutive logical columns per 4 registers (one 8- or 16-byte buffer_store); out of range dropped.
+template <dt OUT, int EB, int R, int C, int MF>
+TILES_DEV void store(const gview<EB>& g, const rt_t<R, C, MF, false>& t, int row0, int col0) {
+  store_acc_T<OUT>(g, static_cast<const rt_acc<C, R, MF>&>(t), row0, col0);
+}
+// Store a logical per-row vector of a transposed tile (rv_col of its accumulator) to a 1-D view
+// (g.cols elements, contiguous): the lanes of lane group 0 write their query's value.
+template <int R, int MF>
+TILES_DEV void store_vec(const gview<4>& g, const rv_col<R, MF>& v, int row0) {
+  const int lane = (int)arch::lane_id();
+#pragma unroll
+  for (int j = 0; j < R / MF; ++j) {
+    const int r = row0 + j * MF + lane % MF;
+    const u32 off = (lane < MF && r < g.cols) ? (u32)(r * 4) : arch::kOob;
+    const float x = v.v[j];
+    arch::buffer_store_b32(__builtin_bit_cast(u32, x), g.r, off);
+  }
+}
+
 }  // namespace tiles

@@ -132,6 +132,70 @@ template <int R, int C, int MF> TILES_DEV void row_sum(rv_row<R, MF>& v, const r
 template <int R, int C, int MF> TILES_DEV void col_max(rv_col<C, MF>& v, const rt_acc<R, C, MF>& t, const rv_col<C, MF>* init = nullptr) { col_reduce<op_max>(v, t, init); }
 template <int R, int C, int MF> TILES_DEV void col_sum(rv_col<C, MF>& v, const rt_acc<R, C, MF>& t, const rv_col<C, MF>* init = nullptr) { col_reduce<op_sum>(v, t, init); }
 
+
+// ------------------------------------------------------------------ vectors (rv_col: one value per column the lane holds)
+// Element-wise ops on per-column vectors, e.g. the per-query running max / sum of attention's S^T.
+template <int C, int MF, class F> TILES_DEV void vmap(rv_col<C, MF>& d, const rv_col<C, MF>& s, F f) {
+#pragma unroll
+  for (int j = 0; j < C / MF; ++j) d.v[j] = f(s.v[j]);
+}
+template <int C, int MF, class F> TILES_DEV void vmap2(rv_col<C, MF>& d, const rv_col<C, MF>& a, const rv_col<C, MF>& b, F f) {
+#pragma unroll
+  for (int j = 0; j < C / MF; ++j) d.v[j] = f(a.v[j], b.v[j]);
+}
+template <int C, int MF> TILES_DEV void fill(rv_col<C, MF>& d, float v) { vmap(d, d, [=](float) { return v; }); }
+template <int C, int MF> TILES_DEV void zero(rv_col<C, MF>& d) { fill(d, 0.0f); }
+template <int C, int MF> TILES_DEV void copy(rv_col<C, MF>& d, const rv_col<C, MF>& s) { vmap(d, s, [](float x) { return x; }); }
+template <int C, int MF> TILES_DEV void exp2(rv_col<C, MF>& d, const rv_col<C, MF>& s) { vmap(d, s, [](float x) { return arch::exp2(x); }); }
+template <int C, int MF> TILES_DEV void log2(rv_col<C, MF>& d, const rv_col<C, MF>& s) { vmap(d, s, [](float x) { return arch::log2(x); }); }
+template <int C, int MF> TILES_DEV void neg(rv_col<C, MF>& d, const rv_col<C, MF>& s) { vmap(d, s, [](float x) { return -x; }); }
+#define TILES_VBINARY(NAME, EXPR)                                                                                         \
+  template <int C, int MF> TILES_DEV void NAME(rv_col<C, MF>& d, const rv_col<C, MF>& a, const rv_col<C, MF>& b) {     \
+    vmap2(d, a, b, [](float x, float y) { return EXPR; }); }                                                            \
+  template <int C, int MF> TILES_DEV void NAME(rv_col<C, MF>& d, const rv_col<C, MF>& a, float y) {                     \
+    vmap(d, a, [=](float x) { return EXPR; }); }
+TILES_VBINARY(add, x + y)
+TILES_VBINARY(sub, x - y)
+TILES_VBINARY(mul, x * y)
+TILES_VBINARY(div, x / y)
+TILES_VBINARY(max, fmaxf_(x, y))
+TILES_VBINARY(min, fminf_(x, y))
+#undef TILES_VBINARY
+template <int CMP, int C, int MF> TILES_DEV void fill_where(rv_col<C, MF>& d, const rv_col<C, MF>& ref, float rhs, float value) {
+  vmap2(d, ref, d, [=](float x, float y) {
+    bool p = CMP == 0 ? x == rhs : CMP == 1 ? x != rhs : CMP == 2 ? x < rhs : CMP == 3 ? x <= rhs : CMP == 4 ? x > rhs : x >= rhs;
+    return p ? value : y;
+  });
+}
+
+// ------------------------------------------------------------------ transposed tiles (rt.h rt_t): the logical view
+// A logical row is an acc column, so the logical row ops are the accumulator's column ops, and a logical
+// per-row vector is an rv_col of the accumulator (one value per lane, its query).
+template <int R, int C, int MF, bool P>
+TILES_DEV void row_max(rv_col<R, MF>& v, const rt_t<R, C, MF, P>& t, const rv_col<R, MF>* init = nullptr) { col_reduce<op_max>(v, t, init); }
+template <int R, int C, int MF, bool P>
+TILES_DEV void row_sum(rv_col<R, MF>& v, const rt_t<R, C, MF, P>& t, const rv_col<R, MF>* init = nullptr) { col_reduce<op_sum>(v, t, init); }
+#define TILES_TBCAST(NAME)                                                                                                \
+  template <int R, int C, int MF, bool P>                                                                                 \
+  TILES_DEV void NAME##_row(rt_t<R, C, MF, P>& d, const rt_t<R, C, MF, P>& t, const rv_col<R, MF>& v) { NAME##_col(d, t, v); }
+TILES_TBCAST(add)
+TILES_TBCAST(sub)
+TILES_TBCAST(mul)
+TILES_TBCAST(div)
+#undef TILES_TBCAST
+// f(value, logical row, logical col) for every element the lane holds
+template <int R, int C, int MF, bool P, class F>
+TILES_DEV void map_rc(rt_t<R, C, MF, P>& d, const rt_t<R, C, MF, P>& s, F f) {
+  typedef rt_t<R, C, MF, P> T;
+  const int lane = (int)arch::lane_id();
+#pragma unroll
+  for (int i = 0; i < T::rb; ++i)
+#pragma unroll
+    for (int j = 0; j < T::cb; ++j)
+#pragma unroll
+      for (int r = 0; r < T::nreg; ++r) d.d[i][j][r] = f(s.d[i][j][r], T::lrow_of(lane, j), T::lcol_of(lane, i, r));
+}
+
 // ------------------------------------------------------------------ masks (row0/col0: the tile's origin)
 template <class T> TILES_DEV void mask_causal(T& t, int row0, int col0, int offset, float value) {
   map_rc(t, t, [=](float x, int r, int c) { return col0 + c > row0 + r + offset ? value : x; });

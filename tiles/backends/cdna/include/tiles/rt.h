@@ -75,4 +75,52 @@ TILES_DEV void mma_ABt(rt_acc<RA, RB, MF>& acc, const rt_op<RA, K, MF>& a, const
       }
 }
 
+
+// ------------------------------------------------------------------ transposed tiles (attention's S^T, O^T)
+// A logical ROWS x COLS f32 tile held as the MFMA accumulator of its transpose (acc rows = logical
+// columns). With ROWS = MF (one wave's query rows), lane l owns logical row (l % MF) whole: a row
+// reduction is an in-lane reduction over the registers plus one (MF = 32) or two (MF = 16) xor-shuffles.
+// PERM: acc row R holds logical column key_perm<MF>(R), a bit permutation inside each 32-column group
+// chosen so that the accumulator registers, converted in place, ARE the B operand (rt_op<MF, COLS, MF>)
+// of the next MFMA with k = logical column (no shuffle, no LDS round trip). The A operand that produces
+// such a tile is read from LDS with the same permutation (load.h: load_op_perm).
+//  MF = 32: acc row rho (0..31) -> swap bits 2 and 3 of rho; MF = 16: (g, r, blk) -> rotate bits 2..4.
+template <int MF> TILES_HD int key_perm(int R) {
+  const int base = R & ~31, x = R & 31;
+  if constexpr (MF == 32) return base | (x & 0x13) | ((x & 4) << 1) | ((x & 8) >> 1);
+  else return base | (x & 3) | ((x & 16) >> 2) | ((x & 12) << 1);
+}
+template <int ROWS, int COLS, int MF, bool PERM>
+struct rt_t : rt_acc<COLS, ROWS, MF> {
+  typedef rt_acc<COLS, ROWS, MF> acc;
+  static constexpr int lrows = ROWS, lcols = COLS;
+  // logical (row, col) of acc element (i, j, r) of lane
+  TILES_HD int lrow_of(int lane, int j) { return acc::col_of(lane, j); }
+  TILES_HD int lcol_of(int lane, int i, int r) { return PERM ? key_perm<MF>(acc::row_of(lane, i, r)) : acc::row_of(lane, i, r); }
+};
+
+// B operand (rows = logical rows, k = logical columns) from a permuted transposed tile, converted to
+// 16-bit in registers: chunk s of lane l is the 8 values of k-slab s at k = 8 (l / MF) + e.
+template <dt T> TILES_DEV u32 pack16(float a, float b) {
+  const u32 x = T == dt::bf16 ? arch::f32_to_bf16(a) : arch::f32_to_f16(a);
+  const u32 y = T == dt::bf16 ? arch::f32_to_bf16(b) : arch::f32_to_f16(b);
+  return x | (y << 16);
+}
+template <dt T, int ROWS, int COLS, int MF>
+TILES_DEV void cast(rt_op<ROWS, COLS, MF>& d, const rt_t<ROWS, COLS, MF, true>& s) {
+  static_assert(ROWS == MF, "one MFMA base of logical rows per wave");
+#pragma unroll
+  for (int sl = 0; sl < rt_op<ROWS, COLS, MF>::kb; ++sl) {
+    float v[8];
+    if constexpr (MF == 32) {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) v[e] = s.d[sl / 2][0][8 * (sl % 2) + e];
+    } else {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) v[e] = s.d[2 * sl + e / 4][0][e % 4];
+    }
+    d.c[0][sl] = u32x4{pack16<T>(v[0], v[1]), pack16<T>(v[2], v[3]), pack16<T>(v[4], v[5]), pack16<T>(v[6], v[7])};
+  }
+}
+
 }  // namespace tiles

@@ -90,6 +90,16 @@ __device__ __forceinline__ float rsqrt(float x) {
 }
 __device__ __forceinline__ float shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
 
+// ---------------------------------------------------------------- global memory (simt.h)
+// 16 bytes from global memory the kernel never writes: the non-coherent path, not kept in L1 (a
+// streaming read is touched once). `p` must be 16-byte aligned.
+__device__ __forceinline__ uint4 ld_global_nc_v4(const void* p) {
+  uint4 r;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+  return r;
+}
+
 // ---------------------------------------------------------------- register budget (setmaxnreg)
 // Takes effect only when the kernel has a register cap at entry (__launch_bounds__(threads, 1)); every
 // thread of the warpgroup must execute it (.sync.aligned).

@@ -8,6 +8,10 @@
 #include "rt.h"
 #include "smem.h"
 
+#ifndef INFINITY  // the IR's float constants are spelled INFINITY / -INFINITY
+#define INFINITY __int_as_float(0x7f800000)
+#endif
+
 namespace tiles {
 
 // ================================================================ fill, cast
@@ -112,15 +116,18 @@ template <bool IS_MAX, int R, int C> __device__ __forceinline__ void row_reduce(
 }
 template <int R, int C> __device__ __forceinline__ void row_max(rv<R>& v, const rt<float, R, C>& t) { row_reduce<true>(v, t); }
 template <int R, int C> __device__ __forceinline__ void row_sum(rv<R>& v, const rt<float, R, C>& t) { row_reduce<false>(v, t); }
+// `v` may be `init` itself (row_sum(l, s, l)): the reduction goes to a temporary first.
 template <int R, int C> __device__ __forceinline__ void row_max(rv<R>& v, const rt<float, R, C>& t, const rv<R>& init) {
-  row_reduce<true>(v, t);
+  rv<R> r;
+  row_reduce<true>(r, t);
 #pragma unroll
-  for (int s = 0; s < v.slices; ++s) v.v[s][0] = fmaxf(v.v[s][0], init.v[s][0]), v.v[s][1] = fmaxf(v.v[s][1], init.v[s][1]);
+  for (int s = 0; s < v.slices; ++s) v.v[s][0] = fmaxf(r.v[s][0], init.v[s][0]), v.v[s][1] = fmaxf(r.v[s][1], init.v[s][1]);
 }
 template <int R, int C> __device__ __forceinline__ void row_sum(rv<R>& v, const rt<float, R, C>& t, const rv<R>& init) {
-  row_reduce<false>(v, t);
+  rv<R> r;
+  row_reduce<false>(r, t);
 #pragma unroll
-  for (int s = 0; s < v.slices; ++s) v.v[s][0] += init.v[s][0], v.v[s][1] += init.v[s][1];
+  for (int s = 0; s < v.slices; ++s) v.v[s][0] = r.v[s][0] + init.v[s][0], v.v[s][1] = r.v[s][1] + init.v[s][1];
 }
 
 template <int R, int C, typename F>
@@ -160,14 +167,95 @@ template <int R, int C, typename P> __device__ __forceinline__ void mask_where(r
     }
 }
 // value where col0 + c > row0 + r + offset (offset = Sk - Sq aligns the mask bottom-right).
+// Each mask first checks, uniformly over the warpgroup, whether the tile touches the masked region
+// at all: a block wholly below the causal diagonal or wholly inside the limits costs one branch.
 template <int R, int C> __device__ __forceinline__ void mask_causal(rt<float, R, C>& t, int row0, int col0, int offset, float value) {
+  if (col0 + C - 1 <= row0 + offset) return;  // every column visible to every row
   mask_where(t, value, [=](int r, int c) { return col0 + c > row0 + r + offset; });
 }
 template <int R, int C> __device__ __forceinline__ void mask_cols(rt<float, R, C>& t, int col0, int limit, float value) {
+  if (col0 + C <= limit) return;
   mask_where(t, value, [=](int r, int c) { return col0 + c >= limit; });
 }
 template <int R, int C> __device__ __forceinline__ void mask_rows(rt<float, R, C>& t, int row0, int limit, float value) {
+  if (row0 + R <= limit) return;
   mask_where(t, value, [=](int r, int c) { return row0 + r >= limit; });
+}
+
+// ================================================================ row vectors (rv, one value per tile row)
+// Integer helpers for the IR's scalar expressions, with Python's floor semantics for negative values.
+__host__ __device__ __forceinline__ int floor_div(int a, int b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+__host__ __device__ __forceinline__ int ceil_div(int a, int b) { return -floor_div(-a, b); }
+__host__ __device__ __forceinline__ int int_min(int a, int b) { return a < b ? a : b; }
+__host__ __device__ __forceinline__ int int_max(int a, int b) { return a > b ? a : b; }
+
+template <int R, typename F> __device__ __forceinline__ void map(rv<R>& d, const rv<R>& a, F f) {
+#pragma unroll
+  for (int s = 0; s < d.slices; ++s) d.v[s][0] = f(a.v[s][0]), d.v[s][1] = f(a.v[s][1]);
+}
+template <int R> __device__ __forceinline__ void fill(rv<R>& d, float x) {
+#pragma unroll
+  for (int s = 0; s < d.slices; ++s) d.v[s][0] = d.v[s][1] = x;
+}
+template <int R> __device__ __forceinline__ void zero(rv<R>& d) { fill(d, 0.f); }
+#define TILES_VUNARY(name, expr) \
+  template <int R> __device__ __forceinline__ void name(rv<R>& d, const rv<R>& a) { map(d, a, [](float x) { return expr; }); }
+TILES_VUNARY(exp2, arch::exp2(x))
+TILES_VUNARY(exp, arch::exp2(x * 1.4426950408889634f))
+TILES_VUNARY(log2, arch::log2(x))
+TILES_VUNARY(log, arch::log2(x) * 0.6931471805599453f)
+TILES_VUNARY(neg, -x)
+TILES_VUNARY(abs, fabsf(x))
+TILES_VUNARY(rsqrt, arch::rsqrt(x))
+TILES_VUNARY(copy, x)
+#undef TILES_VUNARY
+#define TILES_VBINARY(name, expr)                                                                          \
+  template <int R> __device__ __forceinline__ void name(rv<R>& d, const rv<R>& a, const rv<R>& b) {       \
+    _Pragma("unroll") for (int s = 0; s < d.slices; ++s) {                                                 \
+      { const float x = a.v[s][0], y = b.v[s][0]; d.v[s][0] = expr; }                                     \
+      { const float x = a.v[s][1], y = b.v[s][1]; d.v[s][1] = expr; }                                     \
+    }                                                                                                      \
+  }                                                                                                        \
+  template <int R> __device__ __forceinline__ void name(rv<R>& d, const rv<R>& a, float y) {              \
+    map(d, a, [y](float x) { return expr; });                                                              \
+  }
+TILES_VBINARY(add, x + y)
+TILES_VBINARY(sub, x - y)
+TILES_VBINARY(mul, x * y)
+TILES_VBINARY(div, x / y)
+TILES_VBINARY(max, fmaxf(x, y))
+TILES_VBINARY(min, fminf(x, y))
+#undef TILES_VBINARY
+// d[i] = value where pred(ref[i]), else d[i] unchanged.
+template <int R, typename P> __device__ __forceinline__ void fill_where(rv<R>& d, const rv<R>& ref, P pred, float value) {
+#pragma unroll
+  for (int s = 0; s < d.slices; ++s)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      if (pred(ref.v[s][h])) d.v[s][h] = value;
+}
+// dst[(row0 + r) * stride] = v[r] for row0 + r < n: lane 0 of each quad writes the quad's two rows.
+template <typename U, int R> __device__ __forceinline__ void store(U* dst, long long stride, int n, const rv<R>& v, int row0) {
+  const int th = wg_thread();
+  if (th & 3) return;
+#pragma unroll
+  for (int s = 0; s < v.slices; ++s)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = row0 + frag_row(th, s, h);
+      if (r < n) dst[(long long)r * stride] = arch::from_float<U>(v.v[s][h]);
+    }
+}
+// v[r] = src[(row0 + r) * stride], 0 past n.
+template <typename U, int R> __device__ __forceinline__ void load(rv<R>& v, const U* src, long long stride, int n, int row0) {
+  const int th = wg_thread();
+#pragma unroll
+  for (int s = 0; s < v.slices; ++s)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = row0 + frag_row(th, s, h);
+      v.v[s][h] = r < n ? arch::to_float(src[(long long)r * stride]) : 0.f;
+    }
 }
 
 // ================================================================ global memory (bounded)
@@ -247,6 +335,13 @@ template <int PENDING, int R, int N> __device__ __forceinline__ void mma_wait(rt
   arch::wgmma_wait<PENDING>();
 #pragma unroll
   for (int s = 0; s < acc.slices; ++s) arch::wgmma_touch(acc.v[s]);
+}
+// The same, then every accumulator of the retired groups is touched (one wait covers several tiles).
+template <int PENDING, int R, int N, int R2, int N2>
+__device__ __forceinline__ void mma_wait(rt<float, R, N>& acc, rt<float, R2, N2>& acc2) {
+  mma_wait<PENDING>(acc);
+#pragma unroll
+  for (int s = 0; s < acc2.slices; ++s) arch::wgmma_touch(acc2.v[s]);
 }
 
 template <typename T, int R, int N, int RA, int K, int SWA, int SWB>

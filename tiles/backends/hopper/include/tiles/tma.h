@@ -60,6 +60,17 @@ __device__ __forceinline__ void load_async(st<T, R, C, SW>& dst, const tma_map& 
   for (int j = 0; j < ST::chunks; ++j)
     arch::tma_load_3d(dst.addr() + j * ST::chunk_bytes, &map, bar.addr(), col + j * ST::chunk_cols, row, batch);
 }
+// A 2-D window of a rank-4 tensor (the tensor map describes all four axes, innermost first; the box
+// is 1 on the fixed axes). `col` is the innermost coordinate (the tile's columns, one box per chunk);
+// c1..c3 are the other coordinates, one of which is the tile's first row.
+template <typename T, int R, int C, int SW>
+__device__ __forceinline__ void load_async_4d(st<T, R, C, SW>& dst, const tma_map& map, barrier& bar, int col, int c1,
+                                              int c2, int c3) {
+  using ST = st<T, R, C, SW>;
+#pragma unroll
+  for (int j = 0; j < ST::chunks; ++j)
+    arch::tma_load_4d(dst.addr() + j * ST::chunk_bytes, &map, bar.addr(), col + j * ST::chunk_cols, c1, c2, c3);
+}
 // Shared → global; out-of-bounds elements are dropped. The caller fences (arch::fence_proxy_async)
 // after writing `src` with ordinary stores, then commits and waits with arch::tma_store_*.
 template <typename T, int R, int C, int SW>

@@ -1,0 +1,39 @@
+"""Every suite kernel the GPU backend lowers, once, at a small awkward shape: the workload that
+compute-sanitizer (memcheck, racecheck, synccheck, initcheck) runs over.
+
+    compute-sanitizer --tool memcheck --report-api-errors no python3 bench/sanitize_suite.py
+"""
+import torch
+
+import tiles
+from tiles import backends
+
+dev = torch.device("cuda")
+be = backends.for_device(dev)
+torch.manual_seed(0)
+ran = []
+if be.supports("gemm"):
+    a = torch.randn(130, 200, device=dev, dtype=torch.bfloat16)
+    b = torch.randn(200, 270, device=dev, dtype=torch.bfloat16)
+    tiles.gemm(a, b, backend=be.name)
+    ran.append("gemm")
+if be.supports("attention_fwd"):
+    bwd = all(be.supports(x) for x in ("attention_bwd_prep", "attention_bwd_dkdv", "attention_bwd_dq"))
+    q = torch.randn(1, 100, 4, 128, device=dev, dtype=torch.bfloat16, requires_grad=bwd)
+    k = torch.randn(1, 150, 2, 128, device=dev, dtype=torch.bfloat16, requires_grad=bwd)
+    o = tiles.attention(q, k, k, causal=True, backend=be.name)
+    ran.append("attention_fwd")
+    if bwd:
+        o.float().sum().backward()
+        ran.append("attention_bwd")
+if be.supports("layernorm"):
+    x = torch.randn(37, 1000, device=dev, dtype=torch.bfloat16)
+    tiles.layernorm(x, torch.randn(1000, device=dev, dtype=torch.bfloat16),
+                    torch.randn(1000, device=dev, dtype=torch.bfloat16), backend=be.name)
+    ran.append("layernorm")
+if be.supports("rotary"):
+    x = torch.randn(2, 70, 3, 128, device=dev, dtype=torch.bfloat16)
+    tiles.rotary(x, torch.randn(70, 64, device=dev), torch.randn(70, 64, device=dev), backend=be.name)
+    ran.append("rotary")
+torch.cuda.synchronize()
+print(f"sanitize_suite: backend {be.name} ran {', '.join(ran)}")

@@ -1,0 +1,578 @@
+"""IR -> CDNA HIP: flash attention forward (tiles/kernels/attention.py ``attention_fwd``) for gfx942 / gfx950.
+
+A real translation: the lowering recognises the *structure* the CDNA mapping needs (Q tile loaded once,
+one pipelined loop over K/V tiles with ``load_async(kt)``, ``load_async(vt)``, ``wait``, a score ``mma``
+and a value ``mma``), then emits every other IR op one by one as a call into ops.h, with the IR op quoted
+above it. How the IR maps onto CDNA:
+
+* 8 waves, each owns MF = BM / 8 query rows (MF = 32 -> 32x32 MFMAs, MF = 16 -> 16x16).
+* S^T formulation: the score tile ``s`` (BM x BN) is held as the accumulator of S^T = K Q^T (rt.h ``rt_t``):
+  each lane holds one query's scores in its registers, so ``row_max`` / ``row_sum`` are in-lane reductions
+  plus one xor-32 shuffle (MF = 32). Its key order is permuted (``key_perm``) so that the f32 registers,
+  rounded in place, are the B operand of O^T += V^T P^T: ``cast(p, s)`` is register-only.
+  ``o`` is held as O^T (rows d, columns queries); per-row vectors (``m``, ``l``, ...) are one float per lane.
+* Q: read once from global straight into MFMA operand registers (the IR's shared ``q`` is only ever the
+  B operand of the score mma). K: k-contiguous LDS tile (gfx950: buffer_load ... lds, no registers).
+  V: written transposed into LDS (keys contiguous) from registers. Both double-buffered; swizzles are
+  chosen by the bank model (layouts.py) for the exact read / write patterns below.
+* PingPong -> the 8-wave ping-pong of schedule.py: memory clusters (LDS reads, buffer loads, softmax VALU,
+  LDS writes) alternate with MFMA clusters under s_setprio(1); group 1 starts one barrier late and
+  group 0 catches up after the loop. The schedule is data (``attention_schedule``), checked by
+  ``schedule.check``; its vmcnt waits come from ``schedule.waitcnt_for``.
+* Tails: buffer resources bound every view (out-of-range loads read 0, stores dropped); the IR's masks
+  remove the padded keys. GQA: the grid is flattened and chiplet-remapped so that the query blocks of all
+  query heads sharing one KV head run on one XCD (one L2).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Dict, List, Optional
+
+from tiles.core import ir
+from tiles.core.lowering import Lowered, Lowering, LoweringError, header_files
+
+from . import layouts
+from . import schedule as sch
+from .gemm_probe import INCLUDE_DIR, LDS_LIMIT, TEMPLATE_DIR
+
+TEMPLATE_VERSION = "cdna-attention-1"
+THREADS = 512
+WAVES = 8
+DEFAULT_ARCH = "gfx942"
+CMP = {"==": 0, "!=": 1, "<": 2, "<=": 3, ">": 4, ">=": 5}
+UNARY = ("exp2", "log2", "copy", "neg", "exp", "log", "abs", "rsqrt")
+BINARY = ("add", "sub", "mul", "div", "max", "min")
+BCAST = ("add_row", "sub_row", "mul_row", "div_row")
+
+
+def default_tiles(arch: str, D: int) -> Dict[str, int]:
+    """BM = 8 waves x 16 query rows (16x16 MFMAs: 32x32 ones spill at D = 128, see check_config); BN so that
+    the K + V double buffer is 64 KiB (fits gfx942's LDS; gfx950 has room to spare)."""
+    return {"BM": 128, "BN": 64 if D >= 128 else 128}
+
+
+# ----------------------------------------------------------------------------- LDS swizzles from the bank model
+
+
+def k_read_addrs(mf: int, row_bytes: int, sw: layouts.Swizzle, rb: int, slab: int) -> List[int]:
+    """ds_read_b128 of the permuted K operand (load.h load_op_perm): lane l reads row key_perm(rb*mf + l%mf)."""
+    lg = layouts.Logical(mf)
+    out = []
+    for lane in range(layouts.WAVE):
+        row, k = lg.operand(lane, 0)
+        out.append(sw.offset(key_perm(mf, rb * mf + row), slab * lg.kslab + k, row_bytes))
+    return out
+
+
+def key_perm(mf: int, r: int) -> int:
+    """rt.h key_perm: the key held by accumulator row r of the permuted S^T tile."""
+    base, x = r & ~31, r & 31
+    if mf == 32:
+        return base | (x & 0x13) | ((x & 4) << 1) | ((x & 8) >> 1)
+    return base | (x & 3) | ((x & 16) >> 2) | ((x & 12) << 1)
+
+
+def k_conflicts(arch: str, mf: int, D: int, BN: int, sw: layouts.Swizzle, direct: bool) -> Dict[str, int]:
+    row_bytes = 2 * D
+    rd = layouts.BANK_MODELS[(arch, "ds_read_b128")]
+    wr = layouts.BANK_MODELS[(arch, "ds_write_b128")]
+    kslab = layouts.Logical(mf).kslab
+    res = {"read_b128": 0, "write_b128": 0}
+    for rb in range(BN // mf):
+        for slab in range(D // kslab):
+            res["read_b128"] = max(res["read_b128"], layouts.bank_conflicts(k_read_addrs(mf, row_bytes, sw, rb, slab), rd))
+    if not direct:  # gfx950 direct loads write whole 1 KiB lines per wave: no register-side write pattern
+        for w in range(WAVES):
+            res["write_b128"] = max(res["write_b128"], layouts.bank_conflicts(layouts.stage_write_addrs(row_bytes, sw, w), wr))
+    return res
+
+
+def v_conflicts(arch: str, mf: int, BN: int, sw: layouts.Swizzle, kr: int) -> Dict[str, int]:
+    # V^T tile: D rows (d) x BN keys; reads are plain operand reads, writes the GEMM's transposed B writes
+    # (the GEMM's b128 stage-write pattern is not used for V)
+    r = layouts.gemm_lds_conflicts(arch, mf, BN, sw, kr)
+    r.pop("write_b128", None)
+    return r
+
+
+def _best(cands, cost):
+    best = None
+    for sw in cands:
+        c = sum(cost(sw).values())
+        if c == 0:
+            return sw, 0
+        if best is None or c < best[1]:
+            best = (sw, c)
+    return best
+
+
+@dataclass(frozen=True)
+class AttnConfig:
+    arch: str
+    dtype: str  # Q/K/V
+    out_dtype: str
+    D: int
+    BM: int
+    BN: int
+    causal: bool
+
+    @property
+    def mf(self) -> int:
+        return self.BM // WAVES
+
+    @property
+    def direct_k(self) -> bool:
+        return self.arch == "gfx950"
+
+    @property
+    def kr(self) -> int:  # k (key) rows per thread of the transposed V stage
+        return self.BN * self.D // (8 * THREADS)
+
+    @property
+    def k_loads(self) -> int:
+        return self.BN * self.D // (8 * THREADS)
+
+    @property
+    def v_loads(self) -> int:
+        return self.kr
+
+    @property
+    def lds_bytes(self) -> int:
+        return 2 * 2 * (2 * self.BN * self.D)
+
+    @property
+    def swizzle_k(self) -> layouts.Swizzle:
+        return _best(layouts.candidate_swizzles(), lambda sw: k_conflicts(self.arch, self.mf, self.D, self.BN, sw, self.direct_k))[0]
+
+    @property
+    def swizzle_v(self) -> layouts.Swizzle:
+        return _best(layouts.candidate_swizzles(), lambda sw: v_conflicts(self.arch, self.mf, self.BN, sw, self.kr))[0]
+
+    def conflicts(self) -> Dict[str, int]:
+        k = k_conflicts(self.arch, self.mf, self.D, self.BN, self.swizzle_k, self.direct_k)
+        v = v_conflicts(self.arch, self.mf, self.BN, self.swizzle_v, self.kr)
+        return {**{"K_" + a: b for a, b in k.items()}, **{"V_" + a: b for a, b in v.items()}}
+
+    @property
+    def mfma(self) -> layouts.Mfma:
+        return layouts.MFMA[(self.arch, self.mf)]
+
+    @property
+    def mfma_per_tile(self) -> Dict[str, int]:
+        """hardware MFMAs per wave per K/V tile: S^T = K Q^T and O^T += V^T P^T."""
+        per = 8 // self.mfma.a.elems
+        kslab = layouts.Logical(self.mf).kslab
+        s = (self.BN // self.mf) * (self.D // kslab) * per
+        o = (self.D // self.mf) * (self.BN // kslab) * per
+        return {"S": s, "O": o}
+
+    def schedule(self) -> sch.Schedule:
+        return attention_schedule(self.k_loads, self.v_loads, self.direct_k)
+
+
+def check_config(c: AttnConfig, registers: bool = True) -> None:
+    if c.arch not in layouts.ARCHS:
+        raise LoweringError(f"cdna attention: arch {c.arch!r}; supported {layouts.ARCHS}")
+    if c.BM not in (128, 256):
+        raise LoweringError(f"cdna attention: BM must be 8 waves x 16 or x 32 query rows (128 or 256), got {c.BM}")
+    if c.D not in (64, 128):
+        raise LoweringError(f"cdna attention: D must be 64 or 128, got {c.D}")
+    if c.BN % 32 or c.BN * c.D % (8 * THREADS) or c.kr not in (2, 4, 8):
+        raise LoweringError(f"cdna attention: BN must be a multiple of 32 with BN*D = 8*512*kr, kr in 2, 4, 8 "
+                            f"(one transposed V vector per thread); got BN={c.BN}, D={c.D}")
+    if c.lds_bytes > LDS_LIMIT[c.arch]:
+        raise LoweringError(f"cdna attention: LDS: K+V tiles {c.BN}x{c.D} double-buffered need {c.lds_bytes} bytes; "
+                            f"{c.arch} has {LDS_LIMIT[c.arch]} (use BN={default_tiles(c.arch, c.D)['BN']})")
+    # register estimate per wave (VGPR+AGPR <= 256 at 2 waves/SIMD): O^T + S^T + Q + the K operand + staging
+    # + the loop-invariant LDS addresses the compiler keeps; measured: above ~200 clang spills
+    mf = c.mf
+    regs = c.D * mf // 64 + c.BN * mf // 64 + mf * c.D // 128 + c.BN * c.D // 128 + 4 * (c.k_loads + c.v_loads) + 16
+    if registers and regs > 200:
+        raise LoweringError(f"cdna attention: BM={c.BM}, BN={c.BN}, D={c.D} needs ~{regs} registers per wave (spills "
+                            f"past ~200 of the 256 a wave has at 8 waves); use {default_tiles(c.arch, c.D)}")
+
+
+# ----------------------------------------------------------------------------- the ping-pong schedule
+
+
+def attention_schedule(k_loads: int, v_loads: int, direct_k: bool) -> sch.Schedule:
+    """8-wave ping-pong of one K/V tile (iteration t computes tile t, fetches tile t+1):
+
+    M0 memory : K(t) LDS -> operand registers; issue the buffer loads of K(t+1) (gfx950: straight into
+                LDS) and V(t+1)
+    C0 compute: S^T = K Q^T                                  (s_setprio 1)
+    M1 memory : softmax (the IR ops between the two mmas); wait for K(t+1) and write it (gfx942), wait
+                for V(t+1) and write it transposed; lgkmcnt(0); V^T(t) LDS -> operand registers (last, so the
+                staging registers are free before the operand registers fill)
+    C1 compute: O^T += V^T P^T                               (s_setprio 1)
+    """
+    S = sch.Step
+    order = [f"K{i}" for i in range(k_loads)] + [f"V{i}" for i in range(v_loads)]
+    wait_k = sch.waitcnt_for(order, [x for x in order if x.startswith("K")]) or 0
+    wait_v = sch.waitcnt_for(order, [x for x in order if x.startswith("V")]) or 0
+    k_load = S("gload_lds", "K", n=k_loads) if direct_k else S("gload", "K", n=k_loads)
+    k_write = (S("wait_vm", n=wait_k),) if direct_k else (S("wait_vm", n=wait_k), S("lds_write", "K"))
+    body = (
+        sch.Cluster("M0", "memory", (S("lds_read", "K", (0,)), k_load, S("gload", "V", n=v_loads))),
+        sch.Cluster("C0", "compute", (S("prio", n=1), S("mma", "S", (0, 0)), S("prio", n=0))),
+        sch.Cluster("M1", "memory", (S("softmax", "S"),) + k_write
+                    + (S("wait_vm", n=wait_v), S("lds_write", "V"), S("wait_lgkm", n=0), S("lds_read", "V", (0,)))),
+        sch.Cluster("C1", "compute", (S("prio", n=1), S("mma", "O", (0, 0)), S("prio", n=0))),
+    )
+    if direct_k:
+        prologue = (S("gload_lds", "K", n=k_loads), S("gload", "V", n=v_loads), S("wait_vm", n=0), S("lds_write", "V"),
+                    S("wait_lgkm", n=0))
+    else:
+        prologue = (S("gload", "K", n=k_loads), S("gload", "V", n=v_loads), S("wait_vm", n=0), S("lds_write", "K"),
+                    S("lds_write", "V"), S("wait_lgkm", n=0))
+    return sch.Schedule("pingpong8-attention", 2, 4, prologue, body, {1: 1}, {0: 1}, {"K": k_loads, "V": v_loads})
+
+
+# ----------------------------------------------------------------------------- the lowering
+
+
+def _float(v) -> str:
+    v = ir.as_expr(v)
+    if isinstance(v, ir.Const):
+        x = float(v.value)
+        if math.isinf(x):
+            return "__builtin_inff()" if x > 0 else "(-__builtin_inff())"
+        return repr(x) + "f"
+    return None  # not a constant
+
+
+def _syms(e) -> List[ir.Sym]:
+    e = ir.as_expr(e)
+    if isinstance(e, ir.Sym):
+        return [e]
+    if isinstance(e, ir.Bin):
+        return _syms(e.a) + _syms(e.b)
+    return []
+
+
+class CDNAAttentionLowering(Lowering):
+    backend = "cdna"
+    template_dir = TEMPLATE_DIR
+    int_call = {"min": "imin({a}, {b})", "max": "imax({a}, {b})", "cdiv": "cdiv({a}, {b})"}
+
+    def __init__(self, kernel: ir.Kernel, arch: Optional[str] = None, check_registers: bool = True):
+        super().__init__(kernel, arch or DEFAULT_ARCH)
+        self.subst: Dict[str, str] = {}
+        self.check_registers = check_registers  # False: tiles that may spill (emulation of other shapes)
+
+    def _fail(self, why: str):
+        raise LoweringError(f"cdna: kernel {self.k.name!r} does not have the attention shape the CDNA lowering "
+                            f"implements: {why}")
+
+    def sym_name(self, s: ir.Sym) -> str:
+        return self.subst.get(s.name, s.name.replace(".", "_"))
+
+    def fexpr(self, e) -> str:
+        c = _float(e)
+        return c if c is not None else f"(float)({self.expr(e)})"
+
+    # ------------------------------------------------------------ recognition
+    def match(self) -> Dict:
+        k = self.k
+        if len(k.params) != 5 or [p.rank for p in k.params] != [4, 4, 4, 4, 3] or len(k.scalars) != 1:
+            self._fail("expected Q, K, V, O (B, S, H, D), L (B, H, S) and one float scale")
+        Q, K, V, O, L = k.params
+        if Q.dtype.name not in ("bf16", "f16") or K.dtype != Q.dtype or V.dtype != Q.dtype:
+            raise LoweringError(f"cdna attention: Q, K, V must all be bf16 or all f16, got {Q.dtype}, {K.dtype}, {V.dtype}")
+        if O.dtype.name not in ("bf16", "f16", "f32") or L.dtype.name != "f32":
+            raise LoweringError(f"cdna attention: O must be bf16/f16/f32 and L f32, got {O.dtype}, {L.dtype}")
+        loops = [n for n in k.body if isinstance(n, ir.Loop)]
+        if len(loops) != 1 or not loops[0].pipelined:
+            self._fail("expected exactly one k.pipeline loop at the top level")
+        loop = loops[0]
+        if _float(loop.start) != "0.0f" and self.expr(loop.start) != "0":
+            self._fail("the K/V loop must start at 0")
+        pre = k.body[:k.body.index(loop)]
+        post = k.body[k.body.index(loop) + 1:]
+        if len(pre) < 2 or pre[0].name != "load_async" or pre[1].name != "wait" or pre[1].attrs["tokens"] != (pre[0].attrs["token"],):
+            self._fail("the kernel must start with wait(load_async(q, Q[...]))")
+        q = pre[0].outs[0]
+        body = list(loop.body)
+        if any(isinstance(n, ir.Loop) for n in body) or [n.name for n in body[:3]] != ["load_async", "load_async", "wait"]:
+            self._fail("the loop body must start with load_async(kt), load_async(vt), wait(both)")
+        lk, lv, w = body[:3]
+        if set(w.attrs["tokens"]) != {lk.attrs["token"], lv.attrs["token"]}:
+            self._fail("the wait must cover both K/V loads")
+        kt, vt = lk.outs[0], lv.outs[0]
+        if lk.ins[0].param is not K or lv.ins[0].param is not V:
+            self._fail("the loop loads kt from K and vt from V")
+        rest = body[3:]
+        mmas = [i for i, n in enumerate(rest) if n.name == "mma"]
+        if len(mmas) != 2:
+            self._fail("the loop body must have two mmas (scores, values)")
+        m1, m2 = rest[mmas[0]], rest[mmas[1]]
+        s = m1.outs[0]
+        if m1.ins != [q, kt] or not m1.attrs.get("tb") or m1.attrs.get("ta") or m1.attrs.get("accumulate", True):
+            self._fail("the first mma must be mma(s, q, kt, tb=True, accumulate=False)")
+        p, o = m2.ins[0], m2.outs[0]
+        if m2.ins[1] is not vt or m2.attrs.get("ta") or m2.attrs.get("tb") or not m2.attrs.get("accumulate", True):
+            self._fail("the second mma must be mma(o, p, vt) accumulating")
+        pre_ops = rest[:mmas[0]]
+        mid = rest[mmas[0] + 1:mmas[1]]
+        tail = rest[mmas[1] + 1:]
+        for n in tail:  # hoisted above the value mma: must not touch its operands
+            touched = set(map(id, n.outs)) | set(id(x) for x in n.ins if isinstance(x, ir.Tile))
+            if touched & {id(o), id(p), id(vt)} or n.name in ("load_async", "wait", "mma", "store"):
+                self._fail(f"{n.name} after the value mma depends on it; the ping-pong runs it before the mma")
+        if any(n.name in ("load_async", "wait", "mma", "store", "load") for n in pre_ops + mid):
+            self._fail("between the loads and the mmas only register ops may appear")
+        if any(n.name in ("load_async", "wait", "mma", "load") for n in post) or [n for n in pre[2:] if n.name in ("load_async", "wait", "mma", "load", "store")]:
+            self._fail("before/after the loop only register ops and stores may appear")
+        D = k.constexprs.get("D")
+        BM, BN = q.rows, kt.rows
+        if q.shape != (BM, D) or kt.shape != (BN, D) or vt.shape != (BN, D) or s.shape != (BM, BN) or p.shape != (BM, BN) or o.shape != (BM, D):
+            self._fail(f"tile shapes disagree: q {q.shape}, kt {kt.shape}, vt {vt.shape}, s {s.shape}, p {p.shape}, o {o.shape}")
+        for t in k.tiles:
+            if t.kind == "reg" and t.rows != BM or t.kind == "vec" and (t.shape[0] != BM or t.axis != "row"):
+                self._fail(f"register tile {t.name} must have the query block's {BM} rows")
+            if t.kind == "shared" and t not in (q, kt, vt):
+                self._fail(f"unexpected shared tile {t.name}")
+        return dict(Q=Q, K=K, V=V, O=O, L=L, q=q, kt=kt, vt=vt, s=s, p=p, o=o, loop=loop, lk=lk, lv=lv, m1=m1, m2=m2,
+                    pre=pre[2:], pre_ops=pre_ops, mid=mid, tail=tail, post=post, D=D, BM=BM, BN=BN, lq=pre[0])
+
+    # ------------------------------------------------------------ views
+    def view(self, v: ir.View, eb: int) -> str:
+        p = v.param
+        kept = v.kept
+        off = " + ".join(f"(long long)({self.expr(x)}) * {self.sym_name(p.strides[i])}" for i, x in enumerate(v.index) if x is not None)
+        base = f"{p.name} + {off}" if off else p.name
+        if len(kept) == 2:
+            r, c = kept
+            return f"make_view<{eb}>({base}, {self.sym_name(p.dims[r])}, {self.sym_name(p.dims[c])}, {self.sym_name(p.strides[r])})"
+        (c,) = kept
+        return f"make_view<{eb}>({base}, 1, {self.sym_name(p.dims[c])}, {self.sym_name(p.dims[c])})"
+
+    # ------------------------------------------------------------ op translation (one IR op -> ops.h calls)
+    def rows(self, e) -> str:
+        """a row origin of the IR's BM-row block, for this wave's MF rows"""
+        return f"{self.expr(e)} + wrow"
+
+    def op(self, n: ir.Op) -> List[str]:
+        c = f"// {ir.format_op(n)}"
+        name = n.name
+        out = lambda *xs: [c] + list(xs)
+        if name == "fill":
+            return out(f"fill({n.outs[0].name}, {self.fexpr(n.attrs['value'])});")
+        if name in UNARY:
+            return out(f"{name}({n.outs[0].name}, {n.ins[0].name});")
+        if name in BINARY:
+            b = n.ins[1]
+            bt = b.name if isinstance(b, ir.Tile) else self.fexpr(b)
+            return out(f"{name}({n.outs[0].name}, {n.ins[0].name}, {bt});")
+        if name in ("row_max", "row_sum"):
+            init = f", &{n.ins[1].name}" if len(n.ins) > 1 else ""
+            return out(f"{name}({n.outs[0].name}, {n.ins[0].name}{init});")
+        if name in BCAST:
+            return out(f"{name}({n.outs[0].name}, {n.ins[0].name}, {n.ins[1].name});")
+        if name == "mask_cols":
+            a = n.attrs
+            return out(f"mask_cols({n.outs[0].name}, {self.expr(a['col0'])}, {self.expr(a['limit'])}, {self.fexpr(a['value'])});")
+        if name == "mask_rows":
+            a = n.attrs
+            return out(f"mask_rows({n.outs[0].name}, {self.rows(a['row0'])}, {self.expr(a['limit'])}, {self.fexpr(a['value'])});")
+        if name == "mask_causal":
+            a = n.attrs
+            return out(f"mask_causal({n.outs[0].name}, {self.rows(a['row0'])}, {self.expr(a['col0'])}, {self.expr(a['offset'])}, "
+                       f"{self.fexpr(a['value'])});")
+        if name == "fill_where":
+            a = n.attrs
+            return out(f"fill_where<{CMP[a['cmp']]}>({n.outs[0].name}, {n.ins[0].name}, {self.fexpr(a['rhs'])}, {self.fexpr(a['value'])});  // cmp {a['cmp']}")
+        if name == "cast":
+            d, s = n.outs[0], n.ins[0]
+            if d is not self.g["p"] or s is not self.g["s"]:
+                raise LoweringError(f"cdna attention: cast({d.name}, {s.name}) at {n.loc}: only the P = cast(S) feeding the value mma is supported")
+            return out(f"cast<T_IN>({d.name}, {s.name});  // registers only: S^T's permuted key order is P's k order")
+        if name == "store":
+            src, v = n.ins
+            if src.kind == "vec":
+                return out(f"store_vec({self.viewname[id(v)]}, {src.name}, {self.rows(n.attrs['row'])});")
+            if src is not self.g["o"]:
+                raise LoweringError(f"cdna attention: store of {src.name}: only o and row vectors are stored")
+            return out(f"store<T_OUT>({self.viewname[id(v)]}, {src.name}, {self.rows(n.attrs['row'])}, {self.expr(n.attrs['col'])});")
+        raise LoweringError(f"cdna attention: op {name!r} is not supported (at {n.loc})")
+
+    def ops(self, nodes) -> List[str]:
+        out = []
+        for n in nodes:
+            out += self.op(n)
+        return out
+
+    # ------------------------------------------------------------ declarations
+    def decls(self) -> List[str]:
+        g = self.g
+        mf, D, BN = self.cfg.mf, g["D"], g["BN"]
+        lines = []
+        for t in self.k.tiles:
+            if t is g["q"]:
+                lines.append(f"rt_op<MF, D, MF> {t.name};  // {t.name}: {t.type_str()} -> this wave's {mf} query rows as the "
+                             f"B operand of S^T = K Q^T, in registers for the whole loop")
+            elif t is g["kt"]:
+                lines.append(f"rt_op<BN, D, MF> {t.name}_op;  // {t.name}: {t.type_str()} -> LDS tile SK (x2 buffers); "
+                             f"{t.name}_op: A operand of S^T (rows in key_perm order)")
+            elif t is g["vt"]:
+                lines.append(f"rt_op<D, BN, MF> {t.name}_op;  // {t.name}: {t.type_str()} -> LDS tile SV = V^T (x2 buffers); "
+                             f"{t.name}_op: A operand of O^T")
+            elif t is g["s"]:
+                lines.append(f"rt_t<MF, BN, MF, true> {t.name};  // {t.name}: {t.type_str()} -> S^T accumulator "
+                             f"({BN} keys x {mf} queries), keys in key_perm order")
+            elif t is g["p"]:
+                lines.append(f"rt_op<MF, BN, MF> {t.name};  // {t.name}: {t.type_str()} -> B operand of O^T += V^T P^T")
+            elif t.kind == "reg":
+                if t.dtype.name != "f32":
+                    raise LoweringError(f"cdna attention: register tile {t.name} must be f32")
+                perm = "true" if t.cols == BN and t is not g["o"] else "false"
+                if t is not g["o"] and perm == "false":
+                    raise LoweringError(f"cdna attention: register tile {t.name} {t.shape} has no CDNA layout here")
+                lines.append(f"rt_t<MF, {t.cols}, MF, {perm}> {t.name};  // {t.name}: {t.type_str()} -> transposed "
+                             f"accumulator ({t.cols} x {mf} queries)")
+            elif t.kind == "vec":
+                lines.append(f"rv_col<MF, MF> {t.name};  // {t.name}: {t.type_str()} -> one float per lane (its query)")
+        return lines
+
+    # ------------------------------------------------------------ main
+    def lower(self) -> Lowered:
+        g = self.g = self.match()
+        Q, K, V, O, L = g["Q"], g["K"], g["V"], g["O"], g["L"]
+        cfg = self.cfg = AttnConfig(self.arch, Q.dtype.name, O.dtype.name, g["D"], g["BM"], g["BN"],
+                                    bool(self.k.constexprs.get("causal")))
+        check_config(cfg, self.check_registers)
+        sched = cfg.schedule()
+        sch.check(sched)
+        loop = g["loop"]
+        for v in (g["lk"].ins[0], g["lv"].ins[0]):
+            if any(s.kind == "loop" for x in v.index if x is not None for s in _syms(x)):
+                self._fail("the K/V views may not depend on the loop index")
+        if self.expr(g["lk"].attrs["col"]) != "0" or self.expr(g["lv"].attrs["col"]) != "0" or self.expr(g["lq"].attrs["col"]) != "0":
+            self._fail("tiles span the whole head dimension (col=0)")
+        # views, named by role
+        self.viewname = {}
+        views = []
+        for nm, v, eb in (("gQ", g["lq"].ins[0], 2), ("gK", g["lk"].ins[0], 2), ("gV", g["lv"].ins[0], 2)):
+            self.viewname[id(v)] = nm
+            views.append(f"const gview<{eb}> {nm} = {self.view(v, eb)};  // {v.text()}")
+        ob = {"f32": 4, "bf16": 2, "f16": 2}[O.dtype.name]
+        for n in g["post"]:
+            if n.name == "store":
+                v = n.ins[1]
+                if id(v) in self.viewname:
+                    continue
+                nm = "gO" if v.param is O else "gL" if v.param is L else None
+                if nm is None:
+                    self._fail(f"store to {v.text()}")
+                eb = ob if nm == "gO" else 4
+                self.viewname[id(v)] = nm
+                views.append(f"const gview<{eb}> {nm} = {self.view(v, eb)};  // {v.text()}")
+        if set(self.viewname.values()) != {"gQ", "gK", "gV", "gO", "gL"}:
+            self._fail("expected stores to O[...] and L[...] after the loop")
+
+        idx = loop.index.name
+        row_k = lambda which: self._with({idx: which}, lambda: self.expr(g["lk"].attrs["row"]))
+        row_v = lambda which: self._with({idx: which}, lambda: self.expr(g["lv"].attrs["row"]))
+        m1, m2 = g["m1"], g["m2"]
+        s, q, kt, vt, p, o = (g[x].name for x in ("s", "q", "kt", "vt", "p", "o"))
+        steps = {
+            ("lds_read", "K"): [f"load_op_perm<SK>({kt}_op, cur, 0, 0);  // K(t) -> registers: {cfg.BN // cfg.mf * cfg.D // layouts.Logical(cfg.mf).kslab} x ds_read_b128, rows in key_perm order"],
+            ("lds_read", "V"): [f"load_op<SV>({vt}_op, cur + SK::bytes, 0, 0);  // V^T(t) -> registers (ds_read_b128)"],
+            ("gload", "K"): [f"load_stage(k_stage, gK, {{row}}, 0, tid);  // {cfg.k_loads} x buffer_load_dwordx4 of K"],
+            ("gload_lds", "K"): [f"load_lds_direct<SK, THREADS>({{buf}}, gK, {{row}}, 0, tid);  // {cfg.k_loads} x buffer_load_dwordx4 ... lds (gfx950)"],
+            ("gload", "V"): [f"load_stage_t(v_stage, gV, {{rowv}}, 0, tid);  // {cfg.v_loads} x buffer_load_dwordx4 of V"],
+            ("lds_write", "K"): [f"store_stage<SK>({{buf}}, k_stage, tid);  // ds_write_b128, swizzled"],
+            ("lds_write", "V"): [f"store_stage_t<SV>({{buf}} + SK::bytes, v_stage, tid);  // transposed: ds_write_b{16 * cfg.kr}"],
+        }
+
+        def render_steps(seq, phase):
+            lines = []
+            for st in seq:
+                row = row_k("0") if phase == "prologue" else row_k("kb_next")
+                rowv = row_v("0") if phase == "prologue" else row_v("kb_next")
+                buf = "lds0" if phase == "prologue" else "nxt"
+                if st.kind == "wait_vm":
+                    lines.append(f"arch::wait_vmcnt<{st.n}>();  // schedule.waitcnt_for: the later loads may stay in flight")
+                elif st.kind == "wait_lgkm":
+                    lines.append(f"arch::wait_lgkmcnt<{st.n}>();  // LDS writes done before the barrier publishes them")
+                elif st.kind == "prio":
+                    lines.append(f"arch::setprio<{st.n}>();")
+                elif st.kind == "mma" and st.operand == "S":
+                    lines += [f"// {ir.format_op(m1)}", f"zero({s});",
+                              f"mma_ABt<T_IN>({s}, {kt}_op, {q});  // S^T = K Q^T: {cfg.mfma_per_tile['S']} x {cfg.mfma.mnemonic(cfg.dtype)}"]
+                elif st.kind == "mma" and st.operand == "O":
+                    lines += [f"// {ir.format_op(m2)}",
+                              f"mma_ABt<T_IN>({o}, {vt}_op, {p});  // O^T += V^T P^T: {cfg.mfma_per_tile['O']} x {cfg.mfma.mnemonic(cfg.dtype)}"]
+                elif st.kind == "softmax":
+                    lines += ["// ---- the IR ops between the two mmas (softmax), one by one"]
+                    lines += self.ops(g["pre_ops"] + g["mid"])
+                    if g["tail"]:
+                        lines += ["// ---- hoisted from after the value mma (independent of it)"]
+                        lines += self.ops(g["tail"])
+                else:
+                    lines += [x.format(row=row, rowv=rowv, buf=buf) for x in steps[(st.kind, st.operand)]]
+            return lines
+
+        prologue = render_steps(sched.prologue, "prologue")
+        clusters = [(c.name, c.kind, render_steps(c.steps, "loop")) for c in sched.body]
+        stop = self.expr(loop.stop)
+        args = self.launch_args()
+        arg_decls = []
+        for kind, x in args:
+            if kind == "ptr":
+                ty = "float" if x is L or (x is O and O.dtype.name == "f32") else "u16" if x is O else "const u16"
+                arg_decls.append(f"{ty}* __restrict__ {x.name}")
+            elif kind == "f32":
+                arg_decls.append(f"float {self.sym_name(x)}")
+            else:
+                arg_decls.append(f"int {self.sym_name(x)}")
+        dt = cfg.dtype
+        name = f"tiles_{self.k.name}_{self.arch}_{dt}_{cfg.out_dtype}_d{cfg.D}_{cfg.BM}x{cfg.BN}{'_causal' if cfg.causal else ''}"
+        G = self.k.grid
+        grid_text = [self.expr(x) for x in G]
+        pre_ops = self.ops(g["pre"])
+        post_ops = self.ops(g["post"])
+        source = self.env.get_template("attention.hip.j2").render(
+            cfg=cfg, name=name, ir_text=self.k.text(), schedule_text=sched.describe(), template_version=TEMPLATE_VERSION,
+            arg_decls=arg_decls, grid=grid_text, views=views, decls=self.decls(), pre_ops=pre_ops, post_ops=post_ops,
+            prologue=prologue, clusters=clusters, stop=stop, loop_index=self.sym_name(loop.index),
+            q_row=self.rows(g["lq"].attrs["row"]), q_name=q, H=self.sym_name(Q.dims[2]), Hkv=self.sym_name(K.dims[2]),
+            conflicts=cfg.conflicts(), swk=cfg.swizzle_k, swv=cfg.swizzle_v, mfma=cfg.mfma.mnemonic(dt))
+        flat = ir.Bin("*", ir.Bin("*", ir.as_expr(G[0]), ir.as_expr(G[1])), ir.as_expr(G[2]))
+        requires = [f"{p.name}.stride{p.rank - 1} == 1" for p in (Q, K, V, O, L)] + [
+            f"{Q.name}.shape3 == {K.name}.shape3 == {V.name}.shape3 == {O.name}.shape3 == D ({cfg.D})",
+            "row strides (stride1) of Q, K, V multiples of 8 elements; Q, K, V 16-byte aligned",
+            f"{Q.name}.shape2 % {K.name}.shape2 == 0 (GQA groups)",
+            "each (batch, head) view spans < 2 GiB (32-bit buffer offsets)"]
+        return Lowered(kernel=self.k, backend="cdna", arch=self.arch, entry=name, source=source, block=(THREADS, 1, 1),
+                       shared_bytes=0, args=args, headers=header_files(INCLUDE_DIR),
+                       notes={"config": cfg, "schedule": sched.name, "schedule_obj": sched, "lds_bytes": cfg.lds_bytes,
+                              "launch_grid": (flat, ir.Const(1), ir.Const(1)), "requires": requires,
+                              "template_version": TEMPLATE_VERSION, "conflicts": cfg.conflicts()})
+
+    def _with(self, subst: Dict[str, str], fn):
+        old = self.subst
+        self.subst = {**old, **subst}
+        try:
+            return fn()
+        finally:
+            self.subst = old
+
+
+def check_attention_args(q, k, v, o, lse, D: int) -> None:
+    """The run-time contract of the lowered kernel (Lowered.notes['requires']), as ValueErrors."""
+    for name, t in (("q", q), ("k", k), ("v", v), ("out", o)):
+        if t.stride(-1) != 1:
+            raise ValueError(f"cdna attention: {name} must have a contiguous head dimension")
+        if t.shape[-1] != D:
+            raise ValueError(f"cdna attention: {name} head dim {t.shape[-1]} != D={D}")
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if t.stride(1) % 8 or t.data_ptr() % 16:
+            raise ValueError(f"cdna attention: {name} rows must be 16-byte aligned (stride(1) % 8 == 0, aligned base)")
+        if t.shape[1] * t.stride(1) * t.element_size() >= 2**31:
+            raise ValueError(f"cdna attention: one head of {name} spans >= 2 GiB (buffer offsets are 32-bit)")
+    if q.shape[2] % k.shape[2]:
+        raise ValueError(f"cdna attention: {q.shape[2]} query heads are not a multiple of {k.shape[2]} KV heads")
+    if lse.stride(-1) != 1:
+        raise ValueError("cdna attention: lse must be contiguous in the sequence dimension")

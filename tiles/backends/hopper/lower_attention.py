@@ -1,0 +1,668 @@
+"""IR → Hopper CUDA C++ for kernels whose main loop streams tiles through shared memory into wgmma:
+the attention kernels (tiles/kernels/attention.py), lowered op by op onto a warp-specialized schedule.
+
+The schedule (templates/attention.cu.j2) comes from the kernel's overlap pattern:
+
+* a PRODUCER warpgroup (one thread issues, the rest give their registers away with setmaxnreg) walks
+  the kernel's loop nest keeping only the `load_async` ops: each one in the pipelined loop becomes a
+  TMA load into a stage of an mbarrier ring (one stage per iteration holds every tile the iteration
+  loads); a `load_async` outside any loop becomes a one-shot TMA load on its own barrier;
+* CONSUMER warpgroups walk the same loop nest with every other op, each a call into ops.h:
+  `wait` → wait on the stage's (or one-shot) full barrier; `mma` → wgmma (A from shared memory or
+  from registers, B K-major when `tb`, else MN-major), issued asynchronously and waited for lazily,
+  right before the first op that touches its accumulator or its register operand; the ring stage is
+  released (every consumer thread arrives) once the wgmmas that read it retired;
+* every register tile / row vector whose rows are BM (the rows of the first mma's accumulator) is
+  split over the consumer warpgroups, each owning BM / consumers consecutive rows; row coordinates of
+  masks, loads and stores on those tiles are offset by the warpgroup's first row. Row-wise ops keep
+  that split legal; column reductions would not, and are refused;
+* PingPong(stages) uses two consumer warpgroups that take turns on the tensor cores with two named
+  barriers: a warpgroup's GEMM phase (the loop body's last mma, then the next iteration's first)
+  starts only after the other warpgroup issued its own, so one softmax runs under the other's GEMMs.
+  Pipelined / ProducerConsumer use the same code without the turn-taking;
+* schedule choices the IR leaves to the backend (options of the same names turn them off):
+  `rotate` issues the loop's last mma (O += P V) in the next iteration, right after the first, when
+  no op in between touches its tiles (FA3's intra-warpgroup overlap: it runs under the softmax);
+  `stages` deepens the ring past the declared depth while shared memory allows (up to 4);
+  `persistent` makes one CTA per SM walk the programs (program 0 slowest and in reverse when the
+  loop's trip count depends on a program id, so rounds hold equal work). bench/hopper_notes.md
+  has the measurements behind each default.
+
+Scalars (program ids, sizes, strides, loop bounds, mask offsets) are the IR's own expressions rendered
+by `Lowering.expr`. Global tensors are read through rank-4 TMA maps (any row/head strides that TMA
+accepts) and written with bounded stores from registers (rows past the tensor's extent are dropped).
+"""
+from __future__ import annotations
+
+import math
+from typing import Dict, List, Optional, Tuple
+
+from tiles.core import ir
+from tiles.core.lowering import Lowered, Lowering, LoweringError, header_files
+from tiles.core.patterns import Interleave, PingPong, ProducerConsumer
+
+from . import gemm_probe, runtime
+
+ARCH = runtime.ARCH
+CTYPE = {"bf16": "bf16", "f16": "f16", "f32": "float"}
+SMEM_LIMIT = gemm_probe.SMEM_LIMIT
+RESERVED = {"S", "pos", "cw", "wg_row0", "held", "pid0", "pid1", "pid2", "smem_raw", "alloc", "map", "min", "max",
+            "prog", "it", "programs", "grid0", "grid1", "grid2", "release",
+            # C++ keywords a tile name could collide with (attention's `do` tile)
+            "do", "for", "if", "else", "while", "int", "float", "double", "char", "long", "short", "auto", "case",
+            "const", "new", "delete", "this", "switch", "return", "break", "continue", "default", "static",
+            "struct", "class", "union", "template", "typename", "using", "namespace", "register", "volatile",
+            "operator", "private", "public", "protected", "friend", "virtual", "goto", "try", "catch", "throw",
+            "signed", "unsigned", "void", "bool", "true", "false", "enum", "extern", "inline", "sizeof", "asm"}
+CMP = {"==", "!=", "<", "<=", ">", ">="}
+
+
+def _syms(e) -> List[ir.Sym]:
+    e = ir.as_expr(e)
+    if isinstance(e, ir.Sym):
+        return [e]
+    if isinstance(e, ir.Bin):
+        return _syms(e.a) + _syms(e.b)
+    return []
+
+
+def _tiles_of(op: ir.Op) -> List[ir.Tile]:
+    return [x for x in op.outs + op.ins if isinstance(x, ir.Tile)]
+
+
+class _Group:
+    """One committed wgmma group still in flight: the accumulator it writes, the register tile it
+    reads, and which ring stage its shared operands sit in ("cur": this iteration's, "held": the
+    stage kept from the previous iteration, None: no ring tile)."""
+
+    def __init__(self, acc: ir.Tile, a_reg: Optional[ir.Tile], stage: Optional[str]):
+        self.acc, self.a_reg, self.stage = acc, a_reg, stage
+
+    def touches(self, tiles) -> bool:
+        return any(t is self.acc or t is self.a_reg for t in tiles)
+
+
+class WarpSpecializedLowering(Lowering):
+    backend = "hopper"
+    template_dir = str(gemm_probe.TEMPLATES)
+    int_call = {"min": "int_min({a}, {b})", "max": "int_max({a}, {b})", "cdiv": "ceil_div({a}, {b})"}
+
+    def __init__(self, kernel: ir.Kernel, arch: Optional[str] = None, **options):
+        super().__init__(kernel, arch or ARCH)
+        if self.arch != ARCH:
+            raise LoweringError(f"hopper: wgmma and setmaxnreg need arch {ARCH!r}, got {self.arch!r}")
+        self.options = options
+
+    def _fail(self, why: str, node=None):
+        at = f" (at {node.loc})" if node is not None and getattr(node, "loc", None) else ""
+        raise LoweringError(f"hopper: kernel {self.k.name!r}: {why}{at}")
+
+    # ------------------------------------------------------------------ names and expressions
+    def sym_name(self, s: ir.Sym) -> str:
+        return s.name.replace(".", "_")
+
+    def expr(self, e) -> str:
+        e = ir.as_expr(e)
+
+        def call(op, a, b):
+            if op == "//":
+                return "/"  # operands here are non-negative sizes and indices
+            return self.int_call[op].format(a=a, b=b)
+
+        return ir.render(e, self.sym_name, call)
+
+    def fexpr(self, e) -> str:
+        """A float operand: literals get an f suffix so the arithmetic stays in fp32."""
+        e = ir.as_expr(e)
+        if isinstance(e, ir.Const):
+            v = float(e.value)
+            if math.isinf(v):
+                return "INFINITY" if v > 0 else "-INFINITY"
+            return f"{v!r}f"
+        if isinstance(e, ir.Sym):
+            return self.sym_name(e) if e.is_float else f"float({self.sym_name(e)})"
+        if isinstance(e, ir.Bin) and e.op in ("+", "-", "*", "/"):
+            return f"({self.fexpr(e.a)} {e.op} {self.fexpr(e.b)})"
+        return f"float({self.expr(e)})"
+
+    def var(self, t: ir.Tile, stage: str = "pos.stage") -> str:
+        name = t.name + "_" if t.name in RESERVED else t.name
+        if t.kind == "shared":
+            return f"S.{name}[{stage}]" if t in self.ring else f"S.{name}"
+        return name
+
+    # ------------------------------------------------------------------ analysis
+    def analyse(self) -> None:
+        k = self.k
+        p = k.pattern
+        if isinstance(p, Interleave):
+            self._fail("Interleave has no Hopper schedule yet; declare PingPong, ProducerConsumer or Pipelined")
+        self.pingpong = isinstance(p, PingPong)
+        self.stages = p.stages
+        mmas = [n for n in k.walk() if isinstance(n, ir.Op) and n.name == "mma"]
+        if not mmas:
+            self._fail("has no mma: nothing for the wgmma consumers to do")
+        if isinstance(p, ProducerConsumer):
+            self.consumers = p.consumers
+        else:  # two consumer warpgroups of 64 rows where the tile has them, else one
+            self.consumers = 2 if mmas[0].outs[0].rows % 128 == 0 else 1
+        # launch-time overrides (benchmark variants): stages, consumers, pingpong
+        known = {"stages", "consumers", "pingpong", "rotate", "persistent", "order"}
+        unknown = set(self.options) - known
+        if unknown:
+            self._fail(f"unknown options {sorted(unknown)} (known: {sorted(known)})")
+        self.persistent = bool(self.options.get("persistent", True))
+        # persistent CTAs take programs round-robin; when the main loop's trip count depends on a
+        # program id (causal), walk program 0 slowest and in reverse, so every round holds blocks
+        # of about the same work, largest first. Otherwise program 0 fastest: CTAs running together
+        # share K/V in L2.
+        loop = k.main_loop()
+        varying = loop is not None and any(x.kind == "pid" for e in (loop.start, loop.stop) for x in _syms(e))
+        self.order = self.options.get("order", "heavy_first" if varying else "pid0_fastest")
+        self.stages = int(self.options.get("stages", self.stages))
+        self.consumers = int(self.options.get("consumers", self.consumers))
+        self.pingpong = bool(self.options.get("pingpong", self.pingpong))
+        loop = k.main_loop()
+        if loop is None:
+            self._fail("needs a k.pipeline loop (the loop whose load_async ops the producer streams)")
+        self.loop = loop
+        self.BM = mmas[0].outs[0].rows
+        if self.BM % (64 * self.consumers):
+            self._fail(f"BM={self.BM} does not split into {self.consumers} consumer warpgroups of 64-row slices")
+        self.WG_ROWS = self.BM // self.consumers
+        for t in k.tiles:
+            if t.kind == "vec" and t.axis != "row":
+                self._fail(f"column vector {t.name}: the row split over warpgroups keeps only row vectors")
+            if t.kind in ("reg", "vec") and t.rows != self.BM:
+                self._fail(f"register tile {t.name} has {t.rows} rows; every register tile must have the "
+                           f"BM={self.BM} rows the consumer warpgroups split")
+            if t.kind == "reg" and t.dtype.name not in CTYPE:
+                self._fail(f"register tile {t.name}: dtype {t.dtype} not supported")
+        for n in k.walk():
+            if isinstance(n, ir.Op) and n.name in ("col_max", "col_sum") or (
+                    isinstance(n, ir.Op) and n.name.endswith("_col") and n.name != "mask_cols"):
+                self._fail(f"{n.name} reduces or broadcasts along columns, across the rows the consumer "
+                           "warpgroups split", n)
+        # loads: ring tiles (in the pipelined loop) and one-shot tiles (top level)
+        self.ring: List[ir.Tile] = []
+        self.once: List[ir.Op] = []
+        self.tokens: Dict[str, Tuple[str, object]] = {}
+        loop_loads = [n for n in loop.body if isinstance(n, ir.Op) and n.name == "load_async"]
+        waits = [n for n in loop.body if isinstance(n, ir.Op) and n.name == "wait"]
+        if len(waits) != 1 or set(waits[0].attrs["tokens"]) != {o.attrs["token"] for o in loop_loads}:
+            self._fail("the pipelined loop must wait once on all of its load_async tokens (one ring stage "
+                       "per iteration)")
+        for o in loop_loads:
+            self.ring.append(o.outs[0])
+            self.tokens[o.attrs["token"]] = ("ring", None)
+        for n in k.body:
+            if isinstance(n, ir.Op) and n.name == "load_async":
+                self.tokens[n.attrs["token"]] = ("once", len(self.once))
+                self.once.append(n)
+        for n in k.walk():
+            if isinstance(n, ir.Op) and n.name == "load_async" and n.attrs["token"] not in self.tokens:
+                self._fail("load_async is only lowered in the pipelined loop or outside every loop", n)
+        for t in k.tiles:
+            if t.kind == "shared" and (t.dtype.name not in ("bf16", "f16") or t.cols % 64):
+                self._fail(f"shared tile {t.name} must be bf16/f16 with a multiple of 64 columns "
+                           "(128-byte swizzled TMA boxes)")
+        # TMA maps: one per (param, box rows)
+        self.maps: Dict[Tuple[int, int], str] = {}
+        for o in [n for n in k.walk() if isinstance(n, ir.Op) and n.name == "load_async"]:
+            view, t = o.ins[0], o.outs[0]
+            P = view.param
+            if P.rank > 4 or view.rank != 2 or view.kept[1] != P.rank - 1:
+                self._fail(f"load_async of {view.text()}: TMA reads 2-D windows whose columns are the last axis", o)
+            if t.rows > 256:
+                self._fail(f"shared tile {t.name}: a TMA box has at most 256 rows", o)
+            key = (id(P), t.rows)
+            if key not in self.maps:
+                same = [v for (pid, _), v in self.maps.items() if pid == id(P)]
+                self.maps[key] = f"map_{P.name}" + (f"_{t.rows}" if same else "")
+        self.map_info = {}
+        for o in [n for n in k.walk() if isinstance(n, ir.Op) and n.name == "load_async"]:
+            P, t = o.ins[0].param, o.outs[0]
+            self.map_info[self.maps[(id(P), t.rows)]] = (P, t.rows, o.ins[0].kept[0])
+        def smem(stages):  # tiles (1 KB aligned) + the barrier block + 1 KB of alignment slack
+            return sum(t.numel * 2 * (stages if t in self.ring else 1) for t in k.tiles if t.kind == "shared") + 2048
+        if "stages" not in self.options:
+            # the ring is at least as deep as declared, deeper while shared memory allows (up to 4):
+            # a stage is released only when its last wgmma retires, mid-way through the next iteration
+            while self.stages < 4 and smem(self.stages + 1) <= SMEM_LIMIT:
+                self.stages += 1
+        self.smem_bytes = smem(self.stages)
+        if self.smem_bytes > SMEM_LIMIT:
+            self._fail(f"{self.stages} stages need {self.smem_bytes} bytes of shared memory (limit {SMEM_LIMIT})")
+
+    # ------------------------------------------------------------------ producer
+    def tma_coords(self, view: ir.View, row, col) -> List[str]:
+        """Coordinates of a load's box, innermost axis first, padded to rank 4."""
+        P = view.param
+        out = []
+        for axis in reversed(range(P.rank)):
+            if axis == view.kept[1]:
+                out.append(self.expr(col))
+            elif axis == view.kept[0]:
+                out.append(self.expr(row))
+            else:
+                out.append(self.expr(view.index[axis]))
+        return out + ["0"] * (4 - len(out))
+
+    def producer_load(self, o: ir.Op, bar: str) -> str:
+        view, t = o.ins[0], o.outs[0]
+        m = self.maps[(id(view.param), t.rows)]
+        c = self.tma_coords(view, o.attrs["row"], o.attrs["col"])
+        return f"load_async_4d({self.var(t)}, {m}, {bar}, {', '.join(c)});  // {ir.format_op(o)}"
+
+    def producer(self, nodes, depth) -> List[str]:
+        pad = "  " * depth
+        lines = []
+        for n in nodes:
+            if isinstance(n, ir.Loop):
+                if not any(isinstance(x, ir.Op) and x.name == "load_async" for x in self.k.walk([n])):
+                    continue
+                i = self.sym_name(n.index)
+                lines.append(f"{pad}for (int {i} = {self.expr(n.start)}; {i} < {self.expr(n.stop)}; ++{i}) {{")
+                if n is self.loop:
+                    loads = [x for x in n.body if isinstance(x, ir.Op) and x.name == "load_async"]
+                    lines.append(f"{pad}  wait(S.ring.empty[pos.stage], pos.phase ^ 1);  // a fresh ring counts as released")
+                    lines.append(f"{pad}  expect_tiles(S.ring.full[pos.stage], {', '.join(self.var(x.outs[0]) for x in loads)});")
+                    for x in loads:
+                        lines.append(pad + "  " + self.producer_load(x, "S.ring.full[pos.stage]"))
+                    lines.append(f"{pad}  pos.advance();")
+                else:
+                    lines += self.producer(n.body, depth + 1)
+                lines.append(f"{pad}}}")
+            elif n.name == "load_async" and self.tokens[n.attrs["token"]][0] == "once":
+                i = self.tokens[n.attrs["token"]][1]
+                if self.persistent:
+                    lines.append(f"{pad}if (it > 0) wait(S.once_empty[{i}], (it - 1) & 1);  // the previous tile's copy is released")
+                lines.append(f"{pad}expect_tiles(S.once[{i}], {self.var(n.outs[0])});")
+                lines.append(pad + self.producer_load(n, f"S.once[{i}]"))
+        return lines
+
+    # ------------------------------------------------------------------ consumers
+    def row(self, e) -> str:
+        return f"{self.expr(e)} + wg_row0"
+
+    def view_ptr(self, view: ir.View) -> str:
+        P = view.param
+        terms = [f"{self.expr(ix)} * {self.sym_name(P.strides[a])}" for a, ix in enumerate(view.index) if ix is not None]
+        return P.name + "".join(f" + {t}" for t in terms)
+
+    def wait_for(self, tiles, pending: List[_Group], lines: List[str], pad: str, release: bool = True) -> None:
+        """Retire the in-flight wgmma groups that touch `tiles` (and every older group: groups retire
+        in order, so the wait count is the number of newer groups)."""
+        idx = [i for i, g in enumerate(pending) if g.touches(tiles)]
+        if not idx:
+            return
+        last = max(idx)
+        retired, keep = pending[:last + 1], pending[last + 1:]
+        accs = []
+        for g in retired:
+            if g.acc not in accs:
+                accs.append(g.acc)
+        for j in range(0, len(accs), 2):
+            lines.append(f"{pad}mma_wait<{len(keep)}>({', '.join(self.var(a) for a in accs[j:j + 2])});")
+        if release and any(g.stage == "held" for g in retired):
+            lines.append(f"{pad}if (held >= 0) release(S.ring.empty[held]), held = -1;  // its last reader retired")
+        pending[:] = keep
+
+    def op_line(self, n: ir.Op) -> str:
+        v = self.var
+        name = n.name
+        if name == "fill":
+            return f"fill({v(n.outs[0])}, {self.fexpr(n.attrs['value'])});"
+        if name in ("exp", "exp2", "log", "log2", "neg", "abs", "rsqrt", "copy"):
+            return f"{name}({v(n.outs[0])}, {v(n.ins[0])});"
+        if name in ("add", "sub", "mul", "div", "max", "min"):
+            b = n.ins[1]
+            rhs = v(b) if isinstance(b, ir.Tile) else self.fexpr(b)
+            return f"{name}({v(n.outs[0])}, {v(n.ins[0])}, {rhs});"
+        if name in ("add_row", "sub_row", "mul_row", "div_row", "cast"):
+            return f"{name}({', '.join(v(x) for x in n.outs + n.ins)});"
+        if name in ("row_max", "row_sum"):
+            return f"{name}({', '.join(v(x) for x in n.outs + n.ins)});"
+        if name == "mask_cols":
+            a = n.attrs
+            return f"mask_cols({v(n.outs[0])}, {self.expr(a['col0'])}, {self.expr(a['limit'])}, {self.fexpr(a['value'])});"
+        if name == "mask_rows":
+            a = n.attrs
+            return f"mask_rows({v(n.outs[0])}, {self.row(a['row0'])}, {self.expr(a['limit'])}, {self.fexpr(a['value'])});"
+        if name == "mask_causal":
+            a = n.attrs
+            return (f"mask_causal({v(n.outs[0])}, {self.row(a['row0'])}, {self.expr(a['col0'])}, "
+                    f"{self.expr(a['offset'])}, {self.fexpr(a['value'])});")
+        if name == "fill_where":
+            a = n.attrs
+            if a["cmp"] not in CMP:
+                self._fail(f"fill_where comparison {a['cmp']!r}", n)
+            return (f"fill_where({v(n.outs[0])}, {v(n.ins[0])}, [](float x) {{ return x {a['cmp']} "
+                    f"{self.fexpr(a['rhs'])}; }}, {self.fexpr(a['value'])});")
+        if name == "store":
+            t, view = n.ins
+            P = view.param
+            if view.rank == 2 and t.kind == "reg":
+                r, c = view.kept
+                if c != P.rank - 1:
+                    self._fail("store: the tile's columns must be the view's last axis", n)
+                return (f"store({self.view_ptr(view)}, {self.sym_name(P.strides[r])}, {self.sym_name(P.dims[r])}, "
+                        f"{self.sym_name(P.dims[c])}, {v(t)}, {self.row(n.attrs['row'])}, {self.expr(n.attrs['col'])});")
+            if view.rank == 1 and t.kind == "vec":
+                r = view.kept[0]
+                return (f"store({self.view_ptr(view)}, {self.sym_name(P.strides[r])}, {self.sym_name(P.dims[r])}, "
+                        f"{v(t)}, {self.row(n.attrs['row'])});")
+            self._fail(f"store of {t.type_str()} to a {view.rank}-D view", n)
+        if name == "load":
+            t, src = n.outs[0], n.ins[0]
+            if isinstance(src, ir.View) and src.rank == 1 and t.kind == "vec":
+                P, r = src.param, src.kept[0]
+                return (f"load({v(t)}, {self.view_ptr(src)}, {self.sym_name(P.strides[r])}, {self.sym_name(P.dims[r])}, "
+                        f"{self.row(n.attrs['row'])});")
+            if isinstance(src, ir.View) and src.rank == 2 and t.kind == "reg":
+                P, (r, c) = src.param, src.kept
+                return (f"load({v(t)}, {self.view_ptr(src)}, {self.sym_name(P.strides[r])}, {self.sym_name(P.dims[r])}, "
+                        f"{self.sym_name(P.dims[c])}, {self.row(n.attrs['row'])}, {self.expr(n.attrs['col'])});")
+            self._fail(f"load into {t.type_str()} from {getattr(src, 'name', src)}", n)
+        self._fail(f"op {name!r} has no Hopper lowering", n)
+
+    def mma_line(self, n: ir.Op, stage: str = "pos.stage") -> Tuple[str, _Group]:
+        acc, a, b = n.outs[0], n.ins[0], n.ins[1]
+        ta, tb, accum = n.attrs.get("ta", False), n.attrs.get("tb", False), n.attrs.get("accumulate", True)
+        if acc.kind != "reg" or acc.dtype.name != "f32":
+            self._fail("mma accumulates into an f32 register tile", n)
+        if b.kind != "shared":
+            self._fail("mma's B operand must be a shared tile (wgmma reads B from shared memory)", n)
+        if ta:
+            self._fail("mma(ta=True) needs A transposed from shared memory; stage the register tile "
+                       "through shared memory first (not lowered yet)", n)
+        if a.dtype != b.dtype or a.dtype.name not in ("bf16", "f16"):
+            self._fail(f"mma operands must both be bf16 or f16, got {a.dtype} and {b.dtype}", n)
+        fn = "mma_ABt" if tb else "mma_AB"
+        acc_s = "false" if not accum else "true"
+        in_ring = any(t in self.ring for t in (a, b))
+        g_stage = ("cur" if stage == "pos.stage" else "held") if in_ring else None
+        if a.kind == "shared":
+            call = f"{fn}({self.var(acc)}, {self.var(a, stage)}, wg_row0, {self.var(b, stage)}, {acc_s});"
+            g = _Group(acc, None, g_stage)
+        else:
+            call = f"{fn}({self.var(acc)}, {self.var(a)}, {self.var(b, stage)}, {acc_s});"
+            g = _Group(acc, a, g_stage)
+        return call, g
+
+    def consumer(self, nodes, depth, pending: List[_Group]) -> List[str]:
+        pad = "  " * depth
+        lines: List[str] = []
+        for n in nodes:
+            if isinstance(n, ir.Loop):
+                lines += self.consumer_loop(n, depth, pending)
+                continue
+            if n is self.deferred:
+                continue  # issued one iteration later (see consumer_loop)
+            if n.name == "load_async":
+                continue
+            lines.append(f"{pad}// {ir.format_op(n)}")
+            if n.name == "wait":
+                kind, i = self.tokens[n.attrs["tokens"][0]]
+                lines.append(f"{pad}wait(S.ring.full[pos.stage], pos.phase);" if kind == "ring"
+                             else f"{pad}wait(S.once[{i}], {'it & 1' if self.persistent else '0'});")
+                continue
+            if n.name == "mma":
+                self.wait_for(_tiles_of(n), pending, lines, pad)
+                call, g = self.mma_line(n)
+                if self.pingpong and n is self.turn_sync:
+                    lines.append(f"{pad}arch::bar_sync(1 + cw, 256);  // my turn on the tensor cores")
+                lines.append(pad + call)
+                lines.append(f"{pad}mma_commit();")
+                pending.append(g)
+                if self.deferred is not None and n is self.deferred_after:
+                    lines += self.deferred_mma(pad, pending, "the previous iteration's")
+                if self.pingpong and n is self.turn_arrive:
+                    lines.append(f"{pad}arch::bar_arrive(2 - cw, 256);  // the other warpgroup's turn")
+                continue
+            self.wait_for(_tiles_of(n), pending, lines, pad)
+            lines.append(pad + self.op_line(n))
+        return lines
+
+    def deferred_mma(self, pad: str, pending: List[_Group], which: str) -> List[str]:
+        """The loop's last mma, issued for the previous iteration (operands in the held stage). The
+        group is committed even when there is none to issue, so that wait counts stay exact."""
+        self.wait_for(_tiles_of(self.deferred), pending, [], pad)  # (never: checked in lower())
+        call, g = self.mma_line(self.deferred, "held")
+        pending.append(g)
+        return [f"{pad}// {ir.format_op(self.deferred)}  [{which}: issued late so it runs under the softmax]",
+                f"{pad}if (held >= 0) {call}",
+                f"{pad}mma_commit();"]
+
+    def consumer_loop(self, n: ir.Loop, depth: int, pending: List[_Group]) -> List[str]:
+        pad = "  " * depth
+        lines: List[str] = []
+        # the body is emitted once: retire what is in flight before it, then find the state the body
+        # leaves behind (which the next iteration starts from) by running the analysis twice
+        self.wait_for([g.acc for g in pending], pending, lines, pad)
+        main = n is self.loop
+
+        def body(state):
+            out = self.consumer(n.body, depth + 1, state)
+            if main:
+                ip = pad + "  "
+                if self.deferred is not None:
+                    # everything of this stage but the deferred mma is done; keep the stage for it
+                    self.wait_for([g.acc for g in state if g.stage is not None], state, out, ip, release=False)
+                    out.append(f"{ip}held = pos.stage;  // its {self.var(self.deferred.ins[1], 'held')[2:].split('[')[0]} "
+                               "is read by the deferred mma next iteration")
+                elif any(g.stage == "cur" for g in state):
+                    for g in state:
+                        if g.stage == "cur":
+                            g.stage = "held"
+                    out.append(f"{ip}held = pos.stage;  // still read by an in-flight wgmma: released when it retires")
+                else:
+                    out.append(f"{ip}release(S.ring.empty[pos.stage]);")
+                out.append(f"{ip}pos.advance();")
+            return out
+
+        first: List[_Group] = []
+        body(first)
+        state = [_Group(g.acc, g.a_reg, g.stage) for g in first]
+        text = body(state)
+        i = self.sym_name(n.index)
+        if main and self.pingpong and self.deferred is not None:
+            lines.append(f"{pad}if (cw == 1) arch::bar_arrive(1, 256);  // warpgroup 0 takes the first turn")
+        elif main and self.pingpong:
+            lines.append(f"{pad}if (cw == 1) arch::bar_sync(2, 256);  // warpgroup 0 takes the first turn")
+        lines.append(f"{pad}for (int {i} = {self.expr(n.start)}; {i} < {self.expr(n.stop)}; ++{i}) {{")
+        lines += text
+        lines.append(f"{pad}}}")
+        pending[:] = state
+        if main and self.deferred is not None:
+            if self.pingpong:
+                lines.append(f"{pad}arch::bar_sync(1 + cw, 256);  // my turn on the tensor cores")
+            lines += self.deferred_mma(pad, pending, "the last iteration's")
+            if self.pingpong:
+                lines.append(f"{pad}if (cw == 0) arch::bar_arrive(2, 256);  // warpgroup 1's last turn")
+        elif main and self.pingpong:
+            lines.append(f"{pad}if (cw == 0) arch::bar_arrive(2, 256);  // warpgroup 1's last turn")
+        if main:
+            self.wait_for([g.acc for g in pending], pending, lines, pad)
+            if self.persistent:
+                for i, o in enumerate(self.once):
+                    lines.append(f"{pad}release(S.once_empty[{i}]);  // {o.outs[0].name} is read no more this tile")
+        return lines
+
+    def plan_rotation(self, mmas) -> None:
+        """Software-pipeline the main loop (FA3's intra-warpgroup overlap): its last mma is issued in
+        the next iteration right after the first one, so it runs under that iteration's softmax.
+        Legal when no op between the two positions touches its tiles."""
+        self.deferred = self.deferred_after = None
+        if not self.options.get("rotate", True) or len(mmas) < 2:
+            return
+        body = self.loop.body
+        last, first = mmas[-1], mmas[0]
+        tiles = set(_tiles_of(last)) - {t for t in _tiles_of(last) if t.kind == "shared"}
+        after = body[body.index(last) + 1:]
+        before = body[:body.index(first) + 1]
+        touched = [t for x in after + before if isinstance(x, ir.Op) and x.name != "wait" for t in _tiles_of(x)]
+        if any(t in tiles for t in touched) or any(isinstance(x, ir.Loop) for x in body):
+            return
+        if not any(t in self.ring for t in last.ins):
+            return
+        self.deferred, self.deferred_after = last, first
+
+    # ------------------------------------------------------------------ rendering
+    def lower(self) -> Lowered:
+        self.analyse()
+        k = self.k
+        loop_mmas = [x for x in self.loop.body if isinstance(x, ir.Op) and x.name == "mma"]
+        self.turn_arrive = self.turn_sync = None
+        self.plan_rotation(loop_mmas)
+        if self.pingpong:
+            if self.consumers != 2 or len(loop_mmas) < 2:
+                self._fail("PingPong takes two consumer warpgroups and at least two mma in the pipelined loop")
+            if self.deferred is not None:  # a turn = this iteration's first mma + the deferred one
+                self.turn_sync, self.turn_arrive = loop_mmas[0], loop_mmas[0]
+            else:  # a turn = the last mma + the next iteration's first
+                self.turn_arrive, self.turn_sync = loop_mmas[0], loop_mmas[-1]
+        decls = []
+        for t in k.tiles:
+            if t.kind == "reg":
+                decls.append(f"rt<{CTYPE[t.dtype.name]}, WG_ROWS, {t.cols}> {self.var(t)};  // {t.type_str()}")
+            elif t.kind == "vec":
+                decls.append(f"rv<WG_ROWS> {self.var(t)};  // {t.type_str()}")
+        consumer = self.consumer(k.body, 0, [])
+        producer = self.producer(k.body, 0)
+        shared = []
+        for t in k.tiles:
+            if t.kind == "shared":
+                n = f"[STAGES]" if t in self.ring else ""
+                shared.append(f"st<{CTYPE[t.dtype.name]}, {t.rows}, {t.cols}> {self.var(t)[2:].split('[')[0]}{n};  // {t.type_str()}")
+        params = []
+        for m, (P, rows, _) in self.map_info.items():
+            params.append(("tma", m, P, rows))
+        ptr_params = [P for P in k.params if any(
+            isinstance(n, ir.Op) and n.name in ("store", "load") and any(isinstance(x, ir.View) and x.param is P for x in n.ins)
+            for n in k.walk())]
+        sig = [f"const __grid_constant__ tma_map {m}" for _, m, _, _ in params]
+        for P in ptr_params:
+            const = "" if any(isinstance(n, ir.Op) and n.name == "store" and n.ins[1].param is P for n in k.walk()) else "const "
+            sig.append(f"{const}{CTYPE[P.dtype.name]}* __restrict__ {P.name}")
+        for P in k.params:
+            sig += [f"int {self.sym_name(d)}" for d in P.dims]
+        for P in k.params:
+            sig += [f"long long {self.sym_name(s)}" for s in P.strides]
+        sig += [f"float {self.sym_name(s)}" for s in k.scalars]
+        BM = self.BM
+        name = "tiles_{}_hopper_{}_{}_s{}c{}{}".format(
+            k.name, "_".join(f"{a}{int(v) if isinstance(v, bool) else v}" for a, v in k.constexprs.items()),
+            k.params[0].dtype.name, self.stages, self.consumers,
+            ("pp" if self.pingpong else "") + ("rot" if self.deferred is not None else ""))
+        ctx = dict(name=name, ir_text=k.text(), ir_name=k.name, pattern=k.pattern.describe(), BM=BM,
+                   WG_ROWS=self.WG_ROWS, consumers=self.consumers, stages=self.stages, pingpong=self.pingpong,
+                   n_once=max(1, len(self.once)), shared=shared, sig=sig, decls=decls, producer=producer,
+                   consumer=consumer, maps=[m for _, m, _, _ in params],
+                   producer_regs=24 if self.consumers <= 2 else 32, consumer_regs=240 if self.consumers <= 2 else 160,
+                   grid=[self.expr(g) for g in k.grid], persistent=self.persistent,
+                   order=self.order)
+        src = self.env.get_template("attention.cu.j2").render(**ctx)
+        args = [("tma", m, P, rows, kept_row) for m, (P, rows, kept_row) in self.map_info.items()]
+        args += [("ptr", P) for P in ptr_params]
+        for P in k.params:
+            args += [("dim", d) for d in P.dims]
+        for P in k.params:
+            args += [("stride64", s) for s in P.strides]
+        args += [("f32", s) for s in k.scalars]
+        return Lowered(kernel=k, backend="hopper", arch=self.arch, entry=name, source=src,
+                       block=(128 * (1 + self.consumers), 1, 1), shared_bytes=self.smem_bytes, args=args,
+                       headers=header_files(str(runtime.INCLUDE_DIR)),
+                       notes={"grid": k.grid, "template_version": runtime.TEMPLATE_VERSION,
+                              "persistent": self.persistent,
+                              "consumers": self.consumers, "stages": self.stages})
+
+    # ------------------------------------------------------------------ launching
+    @classmethod
+    def config(cls, **problem) -> dict:
+        return {}
+
+    _lowered_cache: Dict[tuple, Lowered] = {}
+    _kernel_cache: Dict[tuple, object] = {}
+
+    @classmethod
+    def prepare(cls, kfn, *args, options: Optional[dict] = None, **kwargs):
+        """Everything one launch needs, built once: returns a zero-argument function that launches
+        the kernel on these tensors (the benchmark times that), or None when the grid is empty."""
+        bound = kfn.bind(*args, **kwargs)
+        k = kfn.trace(*args, **kwargs)
+        key = (id(k), tuple(sorted((options or {}).items())))  # traces are cached per specialization
+        low = cls._lowered_cache.get(key)
+        if low is None:
+            low = cls._lowered_cache[key] = cls(k, ARCH, **(options or {})).lower()
+        tensors = {p.name: bound.arguments[p.name] for p in k.params}
+        # TMA needs 16-byte aligned outer strides: a stride-0 broadcast or an odd stride gets a copy
+        # (only inputs are read through TMA; outputs are written through pointers)
+        for a in low.args:
+            if a[0] != "tma":
+                continue
+            t = tensors[a[2].name]
+            esz = t.element_size()
+            if t.stride(-1) != 1 or t.data_ptr() % 16 or any(
+                    (st * esz) % 16 or (st == 0 and n > 1) for st, n in zip(t.stride()[:-1], t.shape[:-1])):
+                tensors[a[2].name] = t.contiguous()
+        env = {}
+        for P in k.params:
+            t = tensors[P.name]
+            env.update({d.name: int(t.shape[i]) for i, d in enumerate(P.dims)})
+            env.update({st.name: int(t.stride(i)) for i, st in enumerate(P.strides)})
+        for sc in k.scalars:
+            env[sc.name] = float(bound.arguments[sc.name])
+        grid = tuple(int(ir.evaluate(g, env)) for g in k.grid)
+        if min(grid) <= 0:
+            return None
+        if low.notes["persistent"]:  # one CTA per SM walks the tiles (registers allow one per SM)
+            grid = (min(math.prod(grid), runtime.num_sms()), 1, 1)
+        import torch
+        kkey = (id(low), torch.cuda.current_device())
+        kern = cls._kernel_cache.get(kkey)
+        if kern is None:  # compile (disk-cached) and load once per lowering and device
+            comp = runtime.compile_cuda(low.source, name=low.entry + ".cu")
+            kern = cls._kernel_cache[kkey] = runtime.load(comp.cubin, low.entry)
+        argv = []
+        for a in low.args:
+            if a[0] == "tma":
+                _, m, P, rows, kept_row = a
+                t = tensors[P.name]
+                dims = list(reversed(t.shape)) + [1] * (4 - t.dim())
+                strides = list(reversed(t.stride())) + [0] * (4 - t.dim())
+                box = [64, 1, 1, 1]
+                box[t.dim() - 1 - kept_row] = rows
+                # axes of extent 1 are only ever read at coordinate 0: any legal stride will do
+                big = max([int(st) * int(n) for st, n in zip(t.stride(), t.shape)] + [8])
+                big = (big + 7) // 8 * 8
+                for i in range(1, 4):
+                    if dims[i] == 1:
+                        strides[i] = big
+                argv.append(runtime.tensor_map(t, box, 128, dims=dims, strides=strides))
+            elif a[0] == "ptr":
+                argv.append(runtime.arg_ptr(tensors[a[1].name]))
+            elif a[0] == "dim":
+                argv.append(runtime.arg_i32(env[a[1].name]))
+            elif a[0] == "stride64":
+                argv.append(runtime.arg_i64(env[a[1].name]))
+            elif a[0] == "f32":
+                argv.append(runtime.arg_f32(env[a[1].name]))
+        keep = list(tensors.values())  # the maps and pointers refer into these
+
+        def go():
+            kern.launch(grid, low.block, argv, smem=low.shared_bytes)
+            return keep
+
+        go.lowered = low
+        return go
+
+    @classmethod
+    def launch(cls, backend, kfn, *args, **kwargs):
+        go = cls.prepare(kfn, *args, **kwargs)
+        if go is not None:
+            go()
+
+    @staticmethod
+    def _maps(low: Lowered):
+        return {a[1]: (a[2], a[3], a[4]) for a in low.args if a[0] == "tma"}
