@@ -13,7 +13,7 @@ from typing import Callable
 import torch
 
 from . import ir
-from .ir import Const, Expr, Loop, Op, Tile, View, evaluate
+from .ir import Loop, Op, Tile, View, evaluate
 
 F32 = torch.float32
 

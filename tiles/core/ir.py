@@ -97,6 +97,16 @@ def as_expr(x) -> Expr:
     raise TypeError(f"expected an int/float or a run-time scalar, got {type(x).__name__}")
 
 
+def symbols(e) -> list:
+    """Every Sym an expression reads, in order (with repeats)."""
+    e = as_expr(e)
+    if isinstance(e, Sym):
+        return [e]
+    if isinstance(e, Bin):
+        return symbols(e.a) + symbols(e.b)
+    return []
+
+
 def smin(a, b):
     return Bin("min", as_expr(a), as_expr(b))
 

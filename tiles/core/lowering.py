@@ -117,6 +117,66 @@ class Lowering:
         raise NotImplementedError
 
 
+def match_tiled_gemm(k: ir.Kernel, fail) -> dict:
+    """Recognise the suite's tiled GEMM shape in `k`, which both vendors' GEMM templates implement:
+    zero(acc); one pipelined loop over cdiv(K, BK) of load_async(a), load_async(b), wait(both),
+    mma(acc, a, b); store(C, acc) at the tile origin the loads use. `fail(why)` raises the backend's
+    LoweringError. Returns the tensors, tiles, tile sizes, loop and the tile origin (row0, col0)."""
+    text = lambda e: ir.render(ir.as_expr(e))  # noqa: E731
+    if len(k.params) != 3 or any(p.rank != 2 for p in k.params) or k.scalars:
+        fail("expected three 2-D tensors (A, B, C) and no float arguments")
+    A, B, C = k.params
+    loops = [n for n in k.body if isinstance(n, Loop)]
+    ops = [n for n in k.body if isinstance(n, Op)]
+    if len(loops) != 1 or not loops[0].pipelined:
+        fail("expected exactly one k.pipeline loop")
+    loop = loops[0]
+    if [o.name for o in ops] != ["fill", "store"] or not (k.body.index(ops[0]) < k.body.index(loop) < k.body.index(ops[1])):
+        fail("expected zero(acc) before the pipelined loop and store(C, acc) after it, nothing else")
+    fill, store = ops
+    acc = fill.outs[0]
+    if text(fill.attrs.get("value", 1)) not in ("0", "0.0") or acc.kind != "reg" or acc.dtype.name != "f32":
+        fail("the accumulator must be an f32 register tile zeroed before the loop")
+    if [getattr(n, "name", "loop") for n in loop.body] != ["load_async", "load_async", "wait", "mma"]:
+        fail("the loop body must be load_async(a), load_async(b), wait(both), mma(acc, a, b)")
+    la, lb, wait, mma = loop.body
+    a, b = la.outs[0], lb.outs[0]
+    va, vb = la.ins[0], lb.ins[0]
+    if va.param is not A or vb.param is not B or va.index != (None, None) or vb.index != (None, None):
+        fail("the loads must read whole 2-D views A[:, :] and B[:, :]")
+    if set(wait.attrs["tokens"]) != {la.attrs["token"], lb.attrs["token"]}:
+        fail("the wait must cover both loads")
+    if (mma.outs[0] is not acc or mma.ins != [a, b] or mma.attrs.get("ta") or mma.attrs.get("tb")
+            or not mma.attrs.get("accumulate", True)):
+        fail("expected mma(acc, a, b), accumulating, without transposes")
+    if store.ins[0] is not acc or store.ins[1].param is not C or store.ins[1].index != (None, None):
+        fail("expected store(C[:, :], acc, row=..., col=...)")
+    (BM, BK), (BK2, BN) = a.shape, b.shape
+    if BK2 != BK or tuple(acc.shape) != (BM, BN):
+        fail(f"tile shapes disagree: a {a.shape}, b {b.shape}, acc {acc.shape}")
+    want_k = f"{loop.index.name} * {BK}"
+    if text(la.attrs["col"]) != want_k or text(lb.attrs["row"]) != want_k:
+        fail(f"the loads must step K by kb*{BK}: A col {text(la.attrs['col'])}, B row {text(lb.attrs['row'])}")
+    if text(loop.start) != "0" or text(loop.stop) != f"cdiv({A.name}.shape1, {BK})":
+        fail(f"the pipelined loop must run over cdiv(K, {BK}) blocks from 0")
+    if text(la.attrs["row"]) != text(store.attrs["row"]) or text(lb.attrs["col"]) != text(store.attrs["col"]):
+        fail("A's rows and B's columns must come from the stored tile's origin")
+    for e in (store.attrs["row"], store.attrs["col"]):
+        bad = [s.name for s in ir.symbols(e) if s.kind not in ("pid", "dim")]
+        if bad:
+            fail(f"the tile origin may depend on program ids and sizes only, not {bad}")
+    return dict(A=A, B=B, C=C, a=a, b=b, acc=acc, loop=loop, BM=BM, BN=BN, BK=BK,
+                row0=store.attrs["row"], col0=store.attrs["col"])
+
+
+def check_gemm_dtypes(backend: str, g: dict) -> None:
+    A, B, C = g["A"], g["B"], g["C"]
+    if A.dtype.name not in ("bf16", "f16") or B.dtype != A.dtype:
+        raise LoweringError(f"{backend}: GEMM inputs must both be bf16 or both f16, got A {A.dtype}, B {B.dtype}")
+    if C.dtype.name not in ("bf16", "f16", "f32"):
+        raise LoweringError(f"{backend}: GEMM output must be bf16, f16 or f32, got {C.dtype}")
+
+
 def header_files(include_dir: str) -> list:
     """Every header under `include_dir`, relative paths, for writing a standalone translation unit."""
     out = []

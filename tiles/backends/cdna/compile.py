@@ -26,7 +26,7 @@ import sys
 import tempfile
 import zipfile
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 from .gemm_probe import INCLUDE_DIR
 

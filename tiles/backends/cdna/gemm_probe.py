@@ -7,7 +7,7 @@ and the template (templates/gemm.hip.j2) only spells them out.
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import lru_cache
 
 import jinja2

@@ -31,8 +31,8 @@ Sources (facts, not code, were taken from them):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 WAVE = 64
 ARCHS = ("gfx942", "gfx950")

@@ -14,10 +14,10 @@ Anything else raises LoweringError naming what would work.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, Optional
 
 from tiles.core import ir
-from tiles.core.lowering import Lowered, Lowering, LoweringError, header_files
+from tiles.core.lowering import Lowered, Lowering, LoweringError, check_gemm_dtypes, header_files, match_tiled_gemm
 from tiles.core.patterns import Interleave
 
 from . import gemm_probe
@@ -26,9 +26,6 @@ from .gemm_probe import INCLUDE_DIR, TEMPLATE_DIR, TEMPLATE_VERSION
 THREADS = gemm_probe.THREADS
 DEFAULT_ARCH = "gfx942"
 
-
-def _text(e) -> str:
-    return ir.render(ir.as_expr(e))
 
 
 class CDNALowering(Lowering):
@@ -49,56 +46,9 @@ class CDNALowering(Lowering):
         if isinstance(k.pattern, Interleave):
             raise LoweringError("cdna: the 4-wave Interleave pattern has schedule data (schedule.interleave_gemm) but no "
                                 "GEMM template yet; declare ProducerConsumer, PingPong or Pipelined (8-wave ping-pong)")
-        if len(k.params) != 3 or any(p.rank != 2 for p in k.params) or k.scalars:
-            self._fail("expected three 2-D tensors (A, B, C) and no float arguments")
-        top = [n for n in k.body]
-        loops = [n for n in top if isinstance(n, ir.Loop)]
-        ops = [n for n in top if isinstance(n, ir.Op)]
-        if len(loops) != 1 or not loops[0].pipelined:
-            self._fail("expected exactly one k.pipeline loop")
-        loop = loops[0]
-        if [o.name for o in ops] != ["fill", "store"] or top.index(ops[0]) > top.index(loop) or top.index(ops[1]) < top.index(loop):
-            self._fail("expected zero(acc) before the loop and store(C, acc) after it, nothing else")
-        fill, store = ops
-        acc = fill.outs[0]
-        if _text(fill.attrs.get("value", 1)) not in ("0", "0.0") or acc.kind != "reg" or acc.dtype.name != "f32":
-            self._fail("the accumulator must be an f32 register tile zeroed before the loop")
-        body = [n for n in loop.body]
-        if any(isinstance(n, ir.Loop) for n in body) or [n.name for n in body] != ["load_async", "load_async", "wait", "mma"]:
-            self._fail("the loop body must be load_async(a), load_async(b), wait(both), mma(acc, a, b)")
-        la, lb, wait, mma = body
-        a, b = la.outs[0], lb.outs[0]
-        va, vb = la.ins[0], lb.ins[0]
-        A, B, C = (p for p in k.params)
-        if va.param is not A or vb.param is not B or va.index != (None, None) or vb.index != (None, None):
-            self._fail("load_async must read whole 2-D views A[:, :] and B[:, :]")
-        if set(wait.attrs["tokens"]) != {la.attrs["token"], lb.attrs["token"]}:
-            self._fail("the wait must cover both loads")
-        if mma.outs[0] is not acc or mma.ins != [a, b] or mma.attrs.get("ta") or mma.attrs.get("tb") or not mma.attrs.get("accumulate", True):
-            self._fail("expected mma(acc, a, b) accumulating, without transposes")
-        if store.ins[0] is not acc or store.ins[1].param is not C or store.ins[1].index != (None, None):
-            self._fail("expected store(C[:, :], acc, ...)")
-        BM, BK = a.shape
-        BK2, BN = b.shape
-        if BK2 != BK or acc.shape != (BM, BN):
-            self._fail(f"tile shapes disagree: a {a.shape}, b {b.shape}, acc {acc.shape}")
-        kb = self.sym_name(loop.index)
-        want_k = f"{loop.index.name} * {BK}"
-        if _text(la.attrs["col"]) != want_k or _text(lb.attrs["row"]) != want_k:
-            self._fail(f"the loads must step K as kb*{BK}: got A col {_text(la.attrs['col'])}, B row {_text(lb.attrs['row'])}")
-        if _text(loop.start) != "0" or _text(loop.stop) != f"cdiv({A.name}.shape1, {BK})":
-            self._fail(f"the loop must run over cdiv(K, {BK}) tiles from 0")
-        if _text(la.attrs["row"]) != _text(store.attrs["row"]) or _text(lb.attrs["col"]) != _text(store.attrs["col"]):
-            self._fail("A's rows and B's columns must be the stored tile's origin")
-        for e in (store.attrs["row"], store.attrs["col"]):
-            bad = [s.name for s in _syms(e) if s.kind not in ("pid", "dim")]
-            if bad:
-                self._fail(f"the tile origin may depend on program ids and sizes only, not {bad}")
-        if A.dtype.name not in ("bf16", "f16") or B.dtype != A.dtype:
-            raise LoweringError(f"cdna: GEMM inputs must both be bf16 or both f16, got A {A.dtype}, B {B.dtype}")
-        if C.dtype.name not in ("bf16", "f16", "f32"):
-            raise LoweringError(f"cdna: GEMM output must be bf16, f16 or f32, got {C.dtype}")
-        return dict(A=A, B=B, C=C, BM=BM, BN=BN, BK=BK, row0=store.attrs["row"], col0=store.attrs["col"])
+        g = match_tiled_gemm(k, self._fail)
+        check_gemm_dtypes("cdna", g)
+        return g
 
     # ---------------------------------------------------------------- rendering
     def arg_decl(self, kind, x) -> str:
@@ -135,14 +85,6 @@ class CDNALowering(Lowering):
                        notes={"config": cfg, "schedule": sched.name, "lds_bytes": cfg.lds_bytes, "requires": requires,
                               "template_version": TEMPLATE_VERSION})
 
-
-def _syms(e) -> List[ir.Sym]:
-    e = ir.as_expr(e)
-    if isinstance(e, ir.Sym):
-        return [e]
-    if isinstance(e, ir.Bin):
-        return _syms(e.a) + _syms(e.b)
-    return []
 
 
 def check_gemm_args(M: int, N: int, K: int, lda: int, ldb: int, ldc: int, ptrs=(), strides_inner=(1, 1, 1),

@@ -18,7 +18,7 @@ read of the previous contents; with a skew of one that means two clusters apart 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from . import layouts

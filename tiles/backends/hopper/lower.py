@@ -20,10 +20,10 @@ Interleave are attention schedules with no GEMM template here: refused with that
 from __future__ import annotations
 
 import itertools
-from typing import Dict, List, Optional
+from typing import Dict, Optional
 
 from tiles.core import ir
-from tiles.core.lowering import Lowered, Lowering, LoweringError, header_files
+from tiles.core.lowering import Lowered, Lowering, LoweringError, check_gemm_dtypes, header_files, match_tiled_gemm
 from tiles.core.patterns import Interleave, PingPong, Pipelined, ProducerConsumer
 
 from . import gemm_probe, runtime
@@ -32,17 +32,6 @@ ARCH = runtime.ARCH
 MAX_ACC_REGS = 128  # fp32 accumulators per consumer thread that fit next to addressing in 232 registers
 
 
-def _text(e) -> str:
-    return ir.render(ir.as_expr(e))
-
-
-def _syms(e) -> List[ir.Sym]:
-    e = ir.as_expr(e)
-    if isinstance(e, ir.Sym):
-        return [e]
-    if isinstance(e, ir.Bin):
-        return _syms(e.a) + _syms(e.b)
-    return []
 
 
 class HopperLowering(Lowering):
@@ -64,54 +53,10 @@ class HopperLowering(Lowering):
         if isinstance(k.pattern, (PingPong, Interleave)):
             raise LoweringError(f"hopper: {k.pattern.name} has no GEMM schedule on Hopper; declare "
                                 "ProducerConsumer(stages, consumers) (or Pipelined(stages))")
-        if len(k.params) != 3 or any(p.rank != 2 for p in k.params) or k.scalars:
-            self._fail("expected three 2-D tensors (A, B, C) and no float arguments")
-        A, B, C = k.params
-        loops = [n for n in k.body if isinstance(n, ir.Loop)]
-        ops = [n for n in k.body if isinstance(n, ir.Op)]
-        if len(loops) != 1 or not loops[0].pipelined:
-            self._fail("expected exactly one k.pipeline loop")
-        loop = loops[0]
-        if [o.name for o in ops] != ["fill", "store"] or not (k.body.index(ops[0]) < k.body.index(loop) < k.body.index(ops[1])):
-            self._fail("expected zero(acc) before the pipelined loop and store(C, acc) after it, nothing else")
-        fill, store = ops
-        acc = fill.outs[0]
-        if _text(fill.attrs.get("value", 1)) not in ("0", "0.0") or acc.kind != "reg" or acc.dtype.name != "f32":
-            self._fail("the accumulator must be an f32 register tile zeroed before the loop")
-        if [getattr(n, "name", "loop") for n in loop.body] != ["load_async", "load_async", "wait", "mma"]:
-            self._fail("the loop body must be load_async(a), load_async(b), wait(both), mma(acc, a, b)")
-        la, lb, wait, mma = loop.body
-        a, b = la.outs[0], lb.outs[0]
-        va, vb = la.ins[0], lb.ins[0]
-        if va.param is not A or vb.param is not B or va.index != (None, None) or vb.index != (None, None):
-            self._fail("the loads must read whole 2-D views A[:, :] and B[:, :]")
-        if set(wait.attrs["tokens"]) != {la.attrs["token"], lb.attrs["token"]}:
-            self._fail("the wait must cover both loads")
-        if (mma.outs[0] is not acc or mma.ins != [a, b] or mma.attrs.get("ta") or mma.attrs.get("tb")
-                or not mma.attrs.get("accumulate", True)):
-            self._fail("expected mma(acc, a, b), accumulating, without transposes")
-        if store.ins[0] is not acc or store.ins[1].param is not C or store.ins[1].index != (None, None):
-            self._fail("expected store(C[:, :], acc, row=..., col=...)")
-        (BM, BK), (BK2, BN) = a.shape, b.shape
-        if BK2 != BK or tuple(acc.shape) != (BM, BN):
-            self._fail(f"tile shapes disagree: a {a.shape}, b {b.shape}, acc {acc.shape}")
-        want_k = f"{loop.index.name} * {BK}"
-        if _text(la.attrs["col"]) != want_k or _text(lb.attrs["row"]) != want_k:
-            self._fail(f"the loads must step K by kb*{BK}: A col {_text(la.attrs['col'])}, B row {_text(lb.attrs['row'])}")
-        if _text(loop.start) != "0" or _text(loop.stop) != f"cdiv({A.name}.shape1, {BK})":
-            self._fail(f"the pipelined loop must run over cdiv(K, {BK}) blocks from 0")
-        if _text(la.attrs["row"]) != _text(store.attrs["row"]) or _text(lb.attrs["col"]) != _text(store.attrs["col"]):
-            self._fail("A's rows and B's columns must come from the stored tile's origin")
-        for e in (store.attrs["row"], store.attrs["col"]):
-            bad = [s.name for s in _syms(e) if s.kind not in ("pid", "dim")]
-            if bad:
-                self._fail(f"the tile origin may depend on program ids and sizes only, not {bad}")
-        if A.dtype.name not in ("bf16", "f16") or B.dtype != A.dtype:
-            raise LoweringError(f"hopper: GEMM inputs must both be bf16 or both f16, got A {A.dtype}, B {B.dtype}")
-        if C.dtype.name not in ("bf16", "f16", "f32"):
-            raise LoweringError(f"hopper: GEMM output must be bf16, f16 or f32, got {C.dtype}")
-        self._check_tiles_once(A, B, BM, BN, store.attrs["row"], store.attrs["col"])
-        return dict(A=A, B=B, C=C, BM=BM, BN=BN, BK=BK)
+        g = match_tiled_gemm(k, self._fail)
+        check_gemm_dtypes("hopper", g)
+        self._check_tiles_once(g["A"], g["B"], g["BM"], g["BN"], g["row0"], g["col0"])
+        return g
 
     def _check_tiles_once(self, A, B, BM, BN, row0, col0) -> None:
         """The persistent template visits every tile once in its own order; the IR must too."""
