@@ -56,22 +56,26 @@ def test_unsupported_kernels_and_tiles_raise_clearly():
     with pytest.raises(LoweringError, match="GEMM"):
         q = t(1, 128, 4, 64)
         lse = t(1, 4, 128, dtype=torch.float32)
-        backends.get("cdna").lower(SUITE["attention_bwd_dq"], q, q, q, q, lse, lse, q, 0.125, causal=True, D=64, arch="gfx942")
+        backends.get("cdna").lower(SUITE["attention_bwd_dkdv"], q, q, q, q, lse, lse, q, q, 0.125, causal=True, D=64, arch="gfx942")
     with pytest.raises(LoweringError, match="LDS"):
         lowered("gfx942", BK=64)  # 128 KiB double buffer > 64 KiB
     with pytest.raises(LoweringError, match="bm must be"):
         lowered("gfx950", BM=64, BN=64)
 
 
-def test_interleave_pattern_is_refused_with_the_reason():
+def test_interleave_pattern_lowers_to_the_4_wave_template():
+    # (was refused before the interleave template; tests/cdna/test_interleave.py covers it in depth)
     from tiles.core.patterns import Interleave
 
     k = SUITE["gemm"].trace(t(256, 256), t(256, 256), t(256, 256), BM=256, BN=256, BK=32)
     import dataclasses
 
     k2 = dataclasses.replace(k, pattern=Interleave(2))
-    with pytest.raises(LoweringError, match="Interleave"):
-        CDNALowering(k2, "gfx942").lower()
+    low = CDNALowering(k2, "gfx942").lower()
+    assert low.block == (256, 1, 1) and low.notes["schedule"] == "interleave4"
+    with pytest.raises(LoweringError, match="Interleave"):  # a tile the 4-wave template cannot take says so
+        CDNALowering(dataclasses.replace(SUITE["gemm"].trace(t(256, 256), t(256, 256), t(256, 256), BM=192, BN=256, BK=32),
+                                         pattern=Interleave(2)), "gfx942").lower()
 
 
 def test_runtime_contract():

@@ -41,6 +41,8 @@ class CDNABackend(Backend):
     def supports(self, kernel: str) -> bool:
         if kernel == "attention_fwd":
             return True  # lower_attention.py (8-wave ping-pong, S^T softmax)
+        if kernel == "attention_bwd_dq":
+            return True  # lower_attention.py (S^T / dP^T / dQ^T, register-prefetch pipeline)
         from .lower_simt import SIMT_KERNELS
 
         return kernel == "gemm" or kernel in SIMT_KERNELS  # SIMT: lower_simt.py (kernels without mma)
@@ -52,6 +54,10 @@ class CDNABackend(Backend):
             from .lower_attention import default_tiles
 
             return default_tiles(arch or DEFAULT_ARCH, int(problem.get("D", 128)))
+        if kernel == "attention_bwd_dq":
+            from .lower_attention import default_tiles_bwd
+
+            return default_tiles_bwd(arch or DEFAULT_ARCH, int(problem.get("D", 128)))
         return {}
 
     def lower(self, kfn, *args, arch: Optional[str] = None, **kwargs):
@@ -65,6 +71,10 @@ class CDNABackend(Backend):
             from .lower_attention import CDNAAttentionLowering
 
             return CDNAAttentionLowering(k, arch).lower()
+        if kfn.name == "attention_bwd_dq":
+            from .lower_attention import CDNAAttentionBwdDqLowering
+
+            return CDNAAttentionBwdDqLowering(k, arch).lower()
         return CDNALowering(k, arch).lower()
 
     def launch(self, kfn, *args, **kwargs) -> None:
@@ -83,6 +93,10 @@ class CDNABackend(Backend):
             from .lower_attention import check_attention_args
 
             check_attention_args(*tensors.values(), D=int(kwargs["D"]))
+        elif kfn.name == "attention_bwd_dq":
+            from .lower_attention import check_attention_bwd_dq_args
+
+            check_attention_bwd_dq_args(*tensors.values(), D=int(kwargs["D"]))
         elif lowered.notes.get("lowering") != "simt":  # SIMT kernels bound-check every access
             A, B, C = (tensors[p.name] for p in lowered.kernel.params)
             check_gemm_args(A.shape[0], B.shape[1], A.shape[1], A.stride(0), B.stride(0), C.stride(0),

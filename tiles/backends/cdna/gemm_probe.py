@@ -163,3 +163,93 @@ def render_gemm(arch: str, dtype_in: str = "bf16", dtype_out: str = "f32", name:
     name = name or f"tiles_gemm_{arch}_{dtype_in}_{dtype_out}"
     return environment().get_template("gemm.hip.j2").render(
         cfg=c, schedule=s, schedule_text=s.describe(), name=name, template_version=TEMPLATE_VERSION)
+
+
+# ----------------------------------------------------------------------------- 4-wave interleave
+# One wave per SIMD (256 threads), the whole 512-register file per wave: 2x2 waves, each owning a
+# (BM/2)x(BN/2) block of C as four (BM/4)x(BN/4) accumulators (one per A half x B half, like the ping-pong).
+# Its main loop is schedule.interleave_gemm: one mixed cluster per K tile whose MFMAs, operand reads and
+# global loads are interleaved by sched_group_barrier (schedule.interleave_pattern), then the LDS write.
+INTERLEAVE_THREADS = 256
+INTERLEAVE_DEFAULTS = {
+    # bk 32 on both: with 256 threads a 256-wide B tile of bk 64 needs 8-row transposed writes (ds_write_b128),
+    # which the bank model (layouts.choose_swizzle) does not cover
+    "gfx950": dict(bm=256, bn=256, bk=32, mf=32, group_m=8, chunk=64),
+    "gfx942": dict(bm=256, bn=256, bk=32, mf=32, group_m=8, chunk=64),
+}
+
+
+@dataclass(frozen=True)
+class InterleaveConfig(GemmConfig):
+    threads: int = INTERLEAVE_THREADS
+
+    @property
+    def mfma_per_acc(self) -> int:  # hardware MFMAs of one (BM/4)x(BN/4) accumulator per K tile
+        kslab = layouts.Logical(self.mf).kslab
+        return (self.bm // 4 // self.mf) * (self.bn // 4 // self.mf) * (self.bk // kslab) * self.mfma_per_logical
+
+    @property
+    def mfma_per_cluster(self) -> int:  # all four accumulators: the one mixed cluster
+        return 4 * self.mfma_per_acc
+
+    @property
+    def ds_reads(self) -> int:  # ds_read_b128 per K tile: the four operand halves
+        kslab = layouts.Logical(self.mf).kslab
+        return 2 * (self.bm // 4 // self.mf + self.bn // 4 // self.mf) * (self.bk // kslab)
+
+    @property
+    def ds_reads_interleaved(self) -> int:
+        """The reads the sched_group_barrier pattern spreads between MFMAs: those of the second A and B halves.
+        The first MFMA needs A0 and B0 whole, so their reads lead (free of any group): a pattern that also
+        spread them would contradict the data dependencies, and the scheduler then drops it altogether."""
+        return self.ds_reads // 2
+
+    def schedule(self) -> schedule.Schedule:
+        return schedule.interleave_gemm(schedule.GemmShape(self.a_loads, self.b_loads), self.mfma_per_cluster,
+                                        self.ds_reads_interleaved)
+
+
+def interleave_config(arch: str, dtype_in: str = "bf16", dtype_out: str = "f32", **cfg) -> InterleaveConfig:
+    if arch not in layouts.ARCHS:
+        raise ValueError(f"arch: got {arch!r}; the CDNA GEMM supports {layouts.ARCHS}")
+    if dtype_in not in ("bf16", "f16"):
+        raise ValueError(f"dtype_in: got {dtype_in!r}; supported: bf16, f16")
+    if dtype_out not in OUT_BYTES:
+        raise ValueError(f"dtype_out: got {dtype_out!r}; supported: {tuple(OUT_BYTES)}")
+    unknown = set(cfg) - set(INTERLEAVE_DEFAULTS[arch]) - {"num_xcds"}
+    if unknown:
+        raise ValueError(f"unknown interleave GEMM option(s) {sorted(unknown)}; known: {sorted(INTERLEAVE_DEFAULTS[arch])} + num_xcds")
+    c = InterleaveConfig(arch, dtype_in, dtype_out, **{**INTERLEAVE_DEFAULTS[arch], **cfg})
+    if c.mf not in (16, 32):
+        raise ValueError(f"mf: got {c.mf}; the MFMA base is 16 or 32")
+    kslab = layouts.Logical(c.mf).kslab
+    if c.bm % (4 * c.mf) or c.bn % (4 * c.mf):
+        raise ValueError(f"bm and bn must be multiples of {4 * c.mf} for mf={c.mf} (4 waves: 2x2 halves x 2x2 waves); got {c.bm}x{c.bn}")
+    if c.bk % kslab or c.bk * 2 % 64:
+        raise ValueError(f"bk must be a multiple of {kslab} (k-slab of the {c.mf}x{c.mf} MFMA) and of 32; got {c.bk}")
+    if c.kr not in (2, 4) or c.bk * c.bn != 8 * c.threads * c.kr:
+        raise ValueError(f"bk*bn must be 8*{c.threads}*kr with kr in 2, 4 (one transposed B vector per thread); got {c.bk}x{c.bn}")
+    if (c.bm * c.bk // 8) % 64:
+        raise ValueError("the A stage must split into whole waves of 16-byte loads")
+    if c.lds_bytes > LDS_LIMIT[c.arch]:
+        raise ValueError(f"LDS: {c.bm}x{c.bn}x{c.bk} double-buffered needs {c.lds_bytes} bytes; {c.arch} has {LDS_LIMIT[c.arch]}")
+    if c.group_m < 1 or c.chunk < 1:
+        raise ValueError("group_m and chunk must be >= 1")
+    return c
+
+
+def sched_groups(pattern):
+    """(mask, count) per sched_group_barrier of an interleave pattern, in issue order."""
+    return [(schedule.SCHED_MASK[kind], n) for kind, n in pattern]
+
+
+def render_gemm_interleave(arch: str, dtype_in: str = "bf16", dtype_out: str = "f32", name: str = "", **cfg) -> str:
+    """HIP source of the 4-wave interleave GEMM ``name``, launched with ``InterleaveConfig.grid(M, N)``
+    workgroups of 256 threads and arguments (A, B, C, M, N, K, lda, ldb, ldc)."""
+    c = interleave_config(arch, dtype_in, dtype_out, **cfg)
+    s = c.schedule()
+    schedule.check(s)
+    name = name or f"tiles_gemm_interleave_{arch}_{dtype_in}_{dtype_out}"
+    return environment().get_template("gemm_interleave.hip.j2").render(
+        cfg=c, schedule=s, schedule_text=s.describe(), name=name, template_version=TEMPLATE_VERSION,
+        sched_groups=sched_groups)

@@ -8,8 +8,9 @@ Then the template's memory / compute clusters (the 8-wave ping-pong of schedule.
 and only the kernel signature and the tile origin come from the IR (templates/gemm_ir.hip.j2).
 
 Overlap patterns: ProducerConsumer, PingPong and Pipelined map to the 8-wave ping-pong (ARCHITECTURE.md:
-wave specialisation loses on CDNA without register reallocation). Interleave (4-wave) exists as schedule
-data (schedule.interleave_gemm) but has no GEMM template yet, so it is refused with that reason.
+wave specialisation loses on CDNA without register reallocation). Interleave maps to the 4-wave interleave
+(schedule.interleave_gemm; templates/gemm_interleave_ir.hip.j2): one wave per SIMD with 512 registers,
+MFMAs / LDS reads / global loads interleaved by sched_group_barrier.
 Anything else raises LoweringError naming what would work.
 """
 from __future__ import annotations
@@ -43,9 +44,6 @@ class CDNALowering(Lowering):
 
     def match_gemm(self) -> Dict:
         k = self.k
-        if isinstance(k.pattern, Interleave):
-            raise LoweringError("cdna: the 4-wave Interleave pattern has schedule data (schedule.interleave_gemm) but no "
-                                "GEMM template yet; declare ProducerConsumer, PingPong or Pipelined (8-wave ping-pong)")
         g = match_tiled_gemm(k, self._fail)
         check_gemm_dtypes("cdna", g)
         return g
@@ -59,10 +57,13 @@ class CDNALowering(Lowering):
     def lower(self) -> Lowered:
         g = self.match_gemm()
         A, B, C = g["A"], g["B"], g["C"]
+        interleave = isinstance(self.k.pattern, Interleave)  # 4-wave interleave, else the 8-wave ping-pong
+        make_config = gemm_probe.interleave_config if interleave else gemm_probe.gemm_config
         try:
-            cfg = gemm_probe.gemm_config(self.arch, A.dtype.name, C.dtype.name, bm=g["BM"], bn=g["BN"], bk=g["BK"], **self.options)
+            cfg = make_config(self.arch, A.dtype.name, C.dtype.name, bm=g["BM"], bn=g["BN"], bk=g["BK"], **self.options)
         except ValueError as e:
-            raise LoweringError(f"cdna: GEMM tile {g['BM']}x{g['BN']}x{g['BK']} on {self.arch}: {e}") from None
+            raise LoweringError(f"cdna: GEMM tile {g['BM']}x{g['BN']}x{g['BK']} on {self.arch}"
+                                f"{' (4-wave Interleave)' if interleave else ''}: {e}") from None
         sched = cfg.schedule()
         from . import schedule as sch
 
@@ -71,16 +72,19 @@ class CDNALowering(Lowering):
         name = f"tiles_{self.k.name}_{self.arch}_{A.dtype.name}_{C.dtype.name}_{g['BM']}x{g['BN']}x{g['BK']}"
         n = self.sym_name
         dims = dict(M=n(A.dims[0]), K=n(A.dims[1]), N=n(B.dims[1]), lda=n(A.strides[0]), ldb=n(B.strides[0]), ldc=n(C.strides[0]))
-        source = self.env.get_template("gemm_ir.hip.j2").render(
+        if interleave:
+            name = name.replace(f"tiles_{self.k.name}_", f"tiles_{self.k.name}_interleave_", 1)
+        source = self.env.get_template("gemm_interleave_ir.hip.j2" if interleave else "gemm_ir.hip.j2").render(
             cfg=cfg, schedule=sched, schedule_text=sched.describe(), name=name, template_version=TEMPLATE_VERSION,
             ir_name=self.k.name, ir_text=self.k.text(), arg_decls=[self.arg_decl(kd, x) for kd, x in args], dims=dims,
-            grid=self.expr(self.k.grid[0]), row0=self.expr(g["row0"]), col0=self.expr(g["col0"]))
+            grid=self.expr(self.k.grid[0]), row0=self.expr(g["row0"]), col0=self.expr(g["col0"]),
+            sched_groups=gemm_probe.sched_groups)
         requires = [f"{p.name}.stride1 == 1" for p in (A, B, C)] + [
             f"{A.name}.shape1 % 8 == 0 (K)", f"{B.name}.shape1 % 8 == 0 (N)", f"{A.name}.stride0 % 8 == 0",
             f"{B.name}.stride0 % 8 == 0", "A, B, C 16-byte aligned", f"{B.name}.shape0 == {A.name}.shape1",
             f"{C.name}.shape0 == {A.name}.shape0", f"{C.name}.shape1 == {B.name}.shape1",
             "each of A, B, C spans < 2 GiB (32-bit buffer offsets)"]
-        return Lowered(kernel=self.k, backend="cdna", arch=self.arch, entry=name, source=source, block=(THREADS, 1, 1),
+        return Lowered(kernel=self.k, backend="cdna", arch=self.arch, entry=name, source=source, block=(cfg.threads, 1, 1),
                        shared_bytes=0, args=args, headers=header_files(INCLUDE_DIR),
                        notes={"config": cfg, "schedule": sched.name, "lds_bytes": cfg.lds_bytes, "requires": requires,
                               "template_version": TEMPLATE_VERSION})

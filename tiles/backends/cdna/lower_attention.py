@@ -1,4 +1,5 @@
-"""IR -> CDNA HIP: flash attention forward (tiles/kernels/attention.py ``attention_fwd``) for gfx942 / gfx950.
+"""IR -> CDNA HIP: flash attention forward (tiles/kernels/attention.py ``attention_fwd``) and backward dQ
+(``attention_bwd_dq``, ``CDNAAttentionBwdDqLowering`` at the end of this file) for gfx942 / gfx950.
 
 A real translation: the lowering recognises the *structure* the CDNA mapping needs (Q tile loaded once,
 one pipelined loop over K/V tiles with ``load_async(kt)``, ``load_async(vt)``, ``wait``, a score ``mma``
@@ -576,3 +577,332 @@ def check_attention_args(q, k, v, o, lse, D: int) -> None:
         raise ValueError(f"cdna attention: {q.shape[2]} query heads are not a multiple of {k.shape[2]} KV heads")
     if lse.stride(-1) != 1:
         raise ValueError("cdna attention: lse must be contiguous in the sequence dimension")
+
+
+# ============================================================================= backward: dQ
+# ``attention_bwd_dq`` has the forward's loop (key blocks j of one query block) with three mmas:
+#   mma(s, q, kt, tb=True)   -> S^T  = K  Q^T   (kt read from LDS tile SK in key_perm row order; q in registers)
+#   mma(dp, do, vt, tb=True) -> dP^T = V  dO^T  (vt read the same way from an SK-shaped tile SVK; dO in registers)
+#   mma(dq, dsp, kt)         -> dQ^T += K^T dS^T (K^T from a transposed LDS tile SKT; dS^T, the cast of the
+#                               permuted ds, is the B operand straight from registers, as P is in the forward)
+# s, dp, ds are permuted S^T-style tiles (one query per lane: sub_row / mul_row are per-lane), dq is held as
+# dQ^T. Overlap is the kernel's Pipelined(stages=2): tile j+1's buffer loads are in flight in registers while
+# tile j is computed from a single LDS buffer (K, V, K^T: 3 x BN x D x 2 bytes), two barriers per tile.
+
+BWD_TEMPLATE_VERSION = "cdna-attention-bwd-dq-1"
+
+
+def default_tiles_bwd(arch: str, D: int) -> Dict[str, int]:
+    """BM = 8 waves x 16 query rows; BN the smallest key block with one transposed K vector per thread."""
+    return {"BM": 128, "BN": 64 if D >= 128 else 128}
+
+
+@dataclass(frozen=True)
+class BwdDqConfig:
+    arch: str
+    dtype: str
+    out_dtype: str
+    D: int
+    BM: int
+    BN: int
+    causal: bool
+
+    @property
+    def mf(self) -> int:
+        return self.BM // WAVES
+
+    @property
+    def kr(self) -> int:
+        return self.BN * self.D // (8 * THREADS)
+
+    @property
+    def lds_bytes(self) -> int:
+        return 3 * 2 * self.BN * self.D
+
+    @property
+    def swizzle_k(self) -> layouts.Swizzle:
+        return _best(layouts.candidate_swizzles(), lambda sw: k_conflicts(self.arch, self.mf, self.D, self.BN, sw, False))[0]
+
+    @property
+    def swizzle_kt(self) -> layouts.Swizzle:
+        return _best(layouts.candidate_swizzles(), lambda sw: v_conflicts(self.arch, self.mf, self.BN, sw, self.kr))[0]
+
+    def conflicts(self) -> Dict[str, int]:
+        k = k_conflicts(self.arch, self.mf, self.D, self.BN, self.swizzle_k, False)
+        t = v_conflicts(self.arch, self.mf, self.BN, self.swizzle_kt, self.kr)
+        return {**{"K_" + a: b for a, b in k.items()}, **{"KT_" + a: b for a, b in t.items()}}
+
+    @property
+    def mfma(self) -> layouts.Mfma:
+        return layouts.MFMA[(self.arch, self.mf)]
+
+    @property
+    def mfma_per_tile(self) -> Dict[str, int]:
+        per = 8 // self.mfma.a.elems
+        kslab = layouts.Logical(self.mf).kslab
+        s = (self.BN // self.mf) * (self.D // kslab) * per
+        dq = (self.D // self.mf) * (self.BN // kslab) * per
+        return {"S": s, "dP": s, "dQ": dq}
+
+
+def check_bwd_config(c: BwdDqConfig, registers: bool = True) -> None:
+    if c.arch not in layouts.ARCHS:
+        raise LoweringError(f"cdna attention_bwd_dq: arch {c.arch!r}; supported {layouts.ARCHS}")
+    if c.BM != 128:
+        raise LoweringError(f"cdna attention_bwd_dq: BM must be 8 waves x 16 query rows (128), got {c.BM}")
+    if c.D not in (64, 128):
+        raise LoweringError(f"cdna attention_bwd_dq: D must be 64 or 128, got {c.D}")
+    if c.BN % 32 or c.BN * c.D % (8 * THREADS) or c.kr not in (2, 4, 8):
+        raise LoweringError(f"cdna attention_bwd_dq: BN must be a multiple of 32 with BN*D = 8*512*kr, kr in 2, 4, 8; "
+                            f"got BN={c.BN}, D={c.D}")
+    if c.lds_bytes > LDS_LIMIT[c.arch]:
+        raise LoweringError(f"cdna attention_bwd_dq: LDS {c.lds_bytes} bytes > {LDS_LIMIT[c.arch]}")
+    if registers and (c.BN, c.D) not in ((64, 128), (128, 64)):
+        raise LoweringError(f"cdna attention_bwd_dq: BN={c.BN}, D={c.D} is not a measured spill-free tile; use "
+                            f"{default_tiles_bwd(c.arch, c.D)}")
+
+
+_CXX_KEYWORDS = ("do", "for", "if", "else", "while", "int", "float", "char", "long", "short", "double", "auto", "case",
+                 "const", "new", "delete", "default", "this", "switch", "return", "break", "continue", "goto", "static")
+
+
+def _cxx_names(lines: List[str], names=("do",)) -> List[str]:
+    """IR tile names that are C++ keywords (``do``) get a trailing underscore, in the code part of each line."""
+    import re
+    names = [n for n in names if n in _CXX_KEYWORDS]
+    if not names:
+        return list(lines)
+    pat = re.compile(r"\b(" + "|".join(names) + r")\b")
+    out = []
+    for ln in lines:
+        if ln.lstrip().startswith("//"):
+            out.append(ln)
+            continue
+        code, sep, com = ln.partition("  //")
+        out.append(pat.sub(lambda m: m.group(1) + "_", code) + sep + com)
+    return out
+
+
+class CDNAAttentionBwdDqLowering(CDNAAttentionLowering):
+    """IR -> HIP for ``attention_bwd_dq``; the non-mma IR ops go through the forward's ``op`` one by one."""
+
+    def ops(self, nodes) -> List[str]:
+        return _cxx_names(super().ops(nodes))
+
+    def match(self) -> Dict:
+        k = self.k
+        if len(k.params) != 7 or [p.rank for p in k.params] != [4, 4, 4, 4, 3, 3, 4] or len(k.scalars) != 1:
+            self._fail("expected Q, K, V, dO, dQ (B, S, H, D), L, Delta (B, H, S) and one float scale")
+        Q, K, V, dO, L, Delta, dQ = k.params
+        if Q.dtype.name not in ("bf16", "f16") or any(x.dtype != Q.dtype for x in (K, V, dO)):
+            raise LoweringError(f"cdna attention_bwd_dq: Q, K, V, dO must share bf16 or f16")
+        if dQ.dtype.name not in ("bf16", "f16", "f32") or L.dtype.name != "f32" or Delta.dtype.name != "f32":
+            raise LoweringError("cdna attention_bwd_dq: dQ must be bf16/f16/f32, L and Delta f32")
+        loops = [n for n in k.body if isinstance(n, ir.Loop)]
+        if len(loops) != 1 or not loops[0].pipelined:
+            self._fail("expected exactly one k.pipeline loop at the top level")
+        loop = loops[0]
+        if self.expr(loop.start) != "0":
+            self._fail("the K/V loop must start at 0")
+        pre = k.body[:k.body.index(loop)]
+        post = k.body[k.body.index(loop) + 1:]
+        if len(pre) < 3 or [n.name for n in pre[:3]] != ["load_async", "load_async", "wait"] or \
+                set(pre[2].attrs["tokens"]) != {pre[0].attrs["token"], pre[1].attrs["token"]}:
+            self._fail("the kernel must start with wait(load_async(q, Q[...]), load_async(do, dO[...]))")
+        lq, ldo = pre[0], pre[1]
+        if lq.ins[0].param is not Q or ldo.ins[0].param is not dO:
+            self._fail("q must come from Q and do from dO")
+        q, do = lq.outs[0], ldo.outs[0]
+        body = list(loop.body)
+        if any(isinstance(n, ir.Loop) for n in body) or [n.name for n in body[:3]] != ["load_async", "load_async", "wait"]:
+            self._fail("the loop body must start with load_async(kt), load_async(vt), wait(both)")
+        lk, lv, w = body[:3]
+        if set(w.attrs["tokens"]) != {lk.attrs["token"], lv.attrs["token"]} or lk.ins[0].param is not K or lv.ins[0].param is not V:
+            self._fail("the loop loads kt from K and vt from V and waits for both")
+        kt, vt = lk.outs[0], lv.outs[0]
+        rest = body[3:]
+        mm = [n for n in rest if n.name == "mma"]
+        if len(mm) != 3:
+            self._fail("the loop body must have three mmas (scores, dP, dQ)")
+        m1, m2, m3 = mm
+        if m1.ins != [q, kt] or not m1.attrs.get("tb") or m1.attrs.get("ta") or m1.attrs.get("accumulate", True):
+            self._fail("the first mma must be mma(s, q, kt, tb=True, accumulate=False)")
+        if m2.ins != [do, vt] or not m2.attrs.get("tb") or m2.attrs.get("ta") or m2.attrs.get("accumulate", True):
+            self._fail("the second mma must be mma(dp, do, vt, tb=True, accumulate=False)")
+        if m3.ins[1] is not kt or m3.attrs.get("ta") or m3.attrs.get("tb") or not m3.attrs.get("accumulate", True):
+            self._fail("the third mma must be mma(dq, dsp, kt) accumulating")
+        if rest[-1] is not m3:
+            self._fail("the dq mma must end the loop body")
+        s, dp, dsp, dq = m1.outs[0], m2.outs[0], m3.ins[0], m3.outs[0]
+        if any(n.name in ("load_async", "wait", "load", "store") for n in rest):
+            self._fail("between the loads and the mmas only register ops may appear")
+        if any(n.name in ("load_async", "wait", "mma", "load") for n in post) or \
+                any(n.name in ("load_async", "wait", "mma", "store") for n in pre[3:]):
+            self._fail("before/after the loop only register ops, row-vector loads and stores may appear")
+        for n in pre[3:]:
+            if n.name == "load" and (n.outs[0].kind != "vec" or n.ins[0].param not in (L, Delta)):
+                self._fail("before the loop only the row vectors L[...] and Delta[...] are loaded")
+        D = k.constexprs.get("D")
+        BM, BN = q.rows, kt.rows
+        for t, shp in ((q, (BM, D)), (do, (BM, D)), (kt, (BN, D)), (vt, (BN, D)), (s, (BM, BN)), (dp, (BM, BN)),
+                       (dsp, (BM, BN)), (dq, (BM, D))):
+            if t.shape != shp:
+                self._fail(f"tile {t.name} is {t.shape}, expected {shp}")
+        casts = [n for n in rest if n.name == "cast"]
+        for n in casts:  # cast(x16, x32): register-only when x32 is a permuted (BM x BN) tile
+            if n.ins[0].kind != "reg" or n.ins[0].shape != (BM, BN) or n.outs[0].shape != (BM, BN):
+                self._fail(f"cast({n.outs[0].name}, {n.ins[0].name}) has no register-only CDNA form")
+        if not any(n.outs[0] is dsp for n in casts):
+            self._fail("dsp (the dq mma's A operand) must be a cast of a register tile")
+        for t in k.tiles:
+            if t.kind == "reg" and t.rows != BM or t.kind == "vec" and (t.shape[0] != BM or t.axis != "row"):
+                self._fail(f"register tile {t.name} must have the query block's {BM} rows")
+            if t.kind == "shared" and t not in (q, do, kt, vt):
+                self._fail(f"unexpected shared tile {t.name}")
+        return dict(Q=Q, K=K, V=V, dO=dO, L=L, Delta=Delta, dQ=dQ, q=q, do=do, kt=kt, vt=vt, s=s, dp=dp, dsp=dsp, dq=dq,
+                    loop=loop, lk=lk, lv=lv, lq=lq, ldo=ldo, m1=m1, m2=m2, m3=m3, pre=pre[3:], rest=rest, post=post,
+                    D=D, BM=BM, BN=BN, p=None, o=dq)
+
+    def op(self, n: ir.Op) -> List[str]:
+        c = f"// {ir.format_op(n)}"
+        g = self.g
+        if n.name == "cast":
+            d, s = n.outs[0], n.ins[0]
+            return [c, f"cast<T_IN>({d.name}, {s.name});  // registers only: the permuted S^T-style key order is the B operand's k order"]
+        if n.name == "load":
+            return [c, f"load_vec({n.outs[0].name}, {self.viewname[id(n.ins[0])]}, {self.rows(n.attrs['row'])});"]
+        if n.name == "store":
+            src, v = n.ins
+            if src is not g["dq"]:
+                raise LoweringError(f"cdna attention_bwd_dq: store of {src.name}: only dq is stored")
+            return [c, f"store<T_OUT>({self.viewname[id(v)]}, {src.name}, {self.rows(n.attrs['row'])}, {self.expr(n.attrs['col'])});"]
+        if n.name == "mma":
+            cfg = self.cfg
+            mn = cfg.mfma.mnemonic(cfg.dtype)
+            if n is g["m1"]:
+                return [c, "arch::sched_barrier<0>();  // the operand reads stay here: no hoisting past the softmax (registers)", f"load_op_perm<SK>({g['kt'].name}_op, lds_k, 0, 0);  // K(j) -> A operand, rows in key_perm order",
+                        "arch::wait_lgkmcnt<0>();", f"zero({n.outs[0].name});",
+                        f"mma_ABt<T_IN>({n.outs[0].name}, {g['kt'].name}_op, {g['q'].name});  // S^T = K Q^T: {cfg.mfma_per_tile['S']} x {mn}"]
+            if n is g["m2"]:
+                return [c, "arch::sched_barrier<0>();  // the operand reads stay here: no hoisting past the softmax (registers)", f"load_op_perm<SK>({g['vt'].name}_op, lds_v, 0, 0);  // V(j) -> A operand, rows in key_perm order",
+                        "arch::wait_lgkmcnt<0>();", f"zero({n.outs[0].name});",
+                        f"mma_ABt<T_IN>({n.outs[0].name}, {g['vt'].name}_op, {g['do'].name});  // dP^T = V dO^T: {cfg.mfma_per_tile['dP']} x {mn}"]
+            if n is g["m3"]:
+                return [c, "arch::sched_barrier<0>();  // the operand reads stay here: no hoisting past the softmax (registers)", f"load_op<SKT>({g['kt'].name}_t_op, lds_kt, 0, 0);  // K^T(j) -> A operand (ds_read_b128)",
+                        "arch::wait_lgkmcnt<0>();",
+                        f"mma_ABt<T_IN>({n.outs[0].name}, {g['kt'].name}_t_op, {n.ins[0].name});  // dQ^T += K^T dS^T: {cfg.mfma_per_tile['dQ']} x {mn}"]
+        return super().op(n)
+
+    def decls(self) -> List[str]:
+        g = self.g
+        mf, D, BN = self.cfg.mf, g["D"], g["BN"]
+        lines = []
+        casts = {id(n.outs[0]) for n in g["rest"] if n.name == "cast"}
+        for t in self.k.tiles:
+            if t is g["q"] or t is g["do"]:
+                lines.append(f"rt_op<MF, D, MF> {t.name};  // {t.name}: {t.type_str()} -> this wave's {mf} query rows, B operand, "
+                             f"in registers for the whole loop")
+            elif t is g["kt"]:
+                lines.append(f"rt_op<BN, D, MF> {t.name}_op;  // {t.name}: {t.type_str()} -> LDS tiles SK and SKT = K^T; "
+                             f"{t.name}_op: A operand of S^T (key_perm rows)")
+                lines.append(f"rt_op<D, BN, MF> {t.name}_t_op;  // A operand of dQ^T += K^T dS^T")
+            elif t is g["vt"]:
+                lines.append(f"rt_op<BN, D, MF> {t.name}_op;  // {t.name}: {t.type_str()} -> LDS tile SVK; A operand of dP^T (key_perm rows)")
+            elif t.kind == "reg" and id(t) in casts:
+                if t.dtype.name == "f32":
+                    raise LoweringError(f"cdna attention_bwd_dq: cast target {t.name} must be 16-bit")
+                lines.append(f"rt_op<MF, BN, MF> {t.name};  // {t.name}: {t.type_str()} -> B operand (k = keys)")
+            elif t.kind == "reg":
+                if t.dtype.name != "f32":
+                    raise LoweringError(f"cdna attention_bwd_dq: register tile {t.name} must be f32")
+                if t is g["dq"]:
+                    lines.append(f"rt_t<MF, D, MF, false> {t.name};  // {t.name}: {t.type_str()} -> dQ^T accumulator (D x {mf} queries)")
+                elif t.cols == BN:
+                    lines.append(f"rt_t<MF, BN, MF, true> {t.name};  // {t.name}: {t.type_str()} -> transposed accumulator "
+                                 f"({BN} keys x {mf} queries), keys in key_perm order")
+                else:
+                    raise LoweringError(f"cdna attention_bwd_dq: register tile {t.name} {t.shape} has no CDNA layout here")
+            elif t.kind == "vec":
+                lines.append(f"rv_col<MF, MF> {t.name};  // {t.name}: {t.type_str()} -> one float per lane (its query)")
+        return lines
+
+    def lower(self) -> Lowered:
+        g = self.g = self.match()
+        Q, K, V, dO, L, Delta, dQ = (g[x] for x in ("Q", "K", "V", "dO", "L", "Delta", "dQ"))
+        cfg = self.cfg = BwdDqConfig(self.arch, Q.dtype.name, dQ.dtype.name, g["D"], g["BM"], g["BN"],
+                                     bool(self.k.constexprs.get("causal")))
+        check_bwd_config(cfg, self.check_registers)
+        loop = g["loop"]
+        for v in (g["lk"].ins[0], g["lv"].ins[0]):
+            if any(s.kind == "loop" for x in v.index if x is not None for s in _syms(x)):
+                self._fail("the K/V views may not depend on the loop index")
+        for n in (g["lk"], g["lv"], g["lq"], g["ldo"]):
+            if self.expr(n.attrs["col"]) != "0":
+                self._fail("tiles span the whole head dimension (col=0)")
+        self.viewname = {}
+        views = []
+        for nm, v, eb in (("gQ", g["lq"].ins[0], 2), ("gdO", g["ldo"].ins[0], 2), ("gK", g["lk"].ins[0], 2), ("gV", g["lv"].ins[0], 2)):
+            self.viewname[id(v)] = nm
+            views.append(f"const gview<{eb}> {nm} = {self.view(v, eb)};  // {v.text()}")
+        for n in g["pre"]:
+            if n.name == "load":
+                v = n.ins[0]
+                nm = "gL" if v.param is L else "gDelta"
+                self.viewname[id(v)] = nm
+                views.append(f"const gview<4> {nm} = {self.view(v, 4)};  // {v.text()}")
+        ob = {"f32": 4, "bf16": 2, "f16": 2}[dQ.dtype.name]
+        for n in g["post"]:
+            if n.name == "store":
+                v = n.ins[1]
+                if v.param is not dQ:
+                    self._fail(f"store to {v.text()}")
+                self.viewname[id(v)] = "gdQ"
+                views.append(f"const gview<{ob}> gdQ = {self.view(v, ob)};  // {v.text()}")
+        if "gdQ" not in self.viewname.values():
+            self._fail("expected a store to dQ[...] after the loop")
+        idx = loop.index.name
+        row_k = lambda which: self._with({idx: which}, lambda: self.expr(g["lk"].attrs["row"]))
+        row_v = lambda which: self._with({idx: which}, lambda: self.expr(g["lv"].attrs["row"]))
+        args = self.launch_args()
+        arg_decls = []
+        for kind, x in args:
+            if kind == "ptr":
+                ty = "const float" if x is L or x is Delta else "float" if (x is dQ and dQ.dtype.name == "f32") else "u16" if x is dQ else "const u16"
+                arg_decls.append(f"{ty}* __restrict__ {x.name}")
+            elif kind == "f32":
+                arg_decls.append(f"float {self.sym_name(x)}")
+            else:
+                arg_decls.append(f"int {self.sym_name(x)}")
+        dt = cfg.dtype
+        name = f"tiles_{self.k.name}_{self.arch}_{dt}_{cfg.out_dtype}_d{cfg.D}_{cfg.BM}x{cfg.BN}{'_causal' if cfg.causal else ''}"
+        G = self.k.grid
+        source = self.env.get_template("attention_bwd_dq.hip.j2").render(
+            cfg=cfg, name=name, ir_text=self.k.text(), template_version=BWD_TEMPLATE_VERSION, arg_decls=arg_decls,
+            grid=[self.expr(x) for x in G], views=views, decls=_cxx_names(self.decls()), pre_ops=self.ops(g["pre"]),
+            body_ops=self.ops(g["rest"]), post_ops=self.ops(g["post"]), stop=self.expr(loop.stop),
+            loop_index=self.sym_name(loop.index), row_k0=row_k("0"), row_v0=row_v("0"), row_kn=row_k("kb_next"),
+            row_vn=row_v("kb_next"), q_row=self.rows(g["lq"].attrs["row"]), do_row=self.rows(g["ldo"].attrs["row"]),
+            q_name=_cxx_names([g["q"].name])[0], do_name=_cxx_names([g["do"].name])[0], H=self.sym_name(Q.dims[2]), Hkv=self.sym_name(K.dims[2]),
+            conflicts=cfg.conflicts(), swk=cfg.swizzle_k, swkt=cfg.swizzle_kt, mfma=cfg.mfma.mnemonic(dt))
+        flat = ir.Bin("*", ir.Bin("*", ir.as_expr(G[0]), ir.as_expr(G[1])), ir.as_expr(G[2]))
+        requires = [f"{p.name}.stride{p.rank - 1} == 1" for p in (Q, K, V, dO, L, Delta, dQ)] + [
+            f"head dims of {Q.name}, {K.name}, {V.name}, {dO.name}, {dQ.name} == D ({cfg.D})",
+            "row strides (stride1) of Q, K, V, dO multiples of 8 elements; 16-byte aligned",
+            f"{Q.name}.shape2 % {K.name}.shape2 == 0 (GQA groups)",
+            "each (batch, head) view spans < 2 GiB (32-bit buffer offsets)"]
+        return Lowered(kernel=self.k, backend="cdna", arch=self.arch, entry=name, source=source, block=(THREADS, 1, 1),
+                       shared_bytes=0, args=args, headers=header_files(INCLUDE_DIR),
+                       notes={"config": cfg, "schedule": "pipelined2-register-prefetch", "lds_bytes": cfg.lds_bytes,
+                              "launch_grid": (flat, ir.Const(1), ir.Const(1)), "requires": requires,
+                              "template_version": BWD_TEMPLATE_VERSION, "conflicts": cfg.conflicts()})
+
+
+def check_attention_bwd_dq_args(q, k, v, do, lse, delta, dq, D: int) -> None:
+    """The run-time contract of the lowered attention_bwd_dq (Lowered.notes['requires']), as ValueErrors."""
+    check_attention_args(q, k, v, dq, lse, D)
+    if do.stride(-1) != 1 or do.shape[-1] != D or do.stride(1) % 8 or do.data_ptr() % 16:
+        raise ValueError("cdna attention_bwd_dq: do must have a contiguous head dimension D and 16-byte aligned rows")
+    if do.shape[1] * do.stride(1) * do.element_size() >= 2**31:
+        raise ValueError("cdna attention_bwd_dq: one head of do spans >= 2 GiB (buffer offsets are 32-bit)")
+    if delta.stride(-1) != 1:
+        raise ValueError("cdna attention_bwd_dq: delta must be contiguous in the sequence dimension")

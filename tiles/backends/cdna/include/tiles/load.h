@@ -245,4 +245,18 @@ TILES_DEV void store_vec(const gview<4>& g, const rv_col<R, MF>& v, int row0) {
   }
 }
 
+// Load a logical per-row vector of a transposed tile (rv_col of its accumulator) from a 1-D f32 view
+// (OPS `load` into a vec, e.g. attention backward's LSE and Delta): every lane reads its query's value;
+// out of range reads 0.
+template <int R, int MF>
+TILES_DEV void load_vec(rv_col<R, MF>& v, const gview<4>& g, int row0) {
+  const int lane = (int)arch::lane_id();
+#pragma unroll
+  for (int j = 0; j < R / MF; ++j) {
+    const int r = row0 + j * MF + lane % MF;
+    const u32 off = r < g.cols ? (u32)(r * 4) : arch::kOob;
+    v.v[j] = __builtin_bit_cast(float, arch::buffer_load_b32(g.r, off));
+  }
+}
+
 }  // namespace tiles
