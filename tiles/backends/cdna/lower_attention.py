@@ -109,7 +109,9 @@ def _best(cands, cost):
 
 
 @dataclass(frozen=True)
-class AttnConfig:
+class _AttnTiles:
+    """What the forward and the backward tile configs share: the problem, the tile, the MFMA."""
+
     arch: str
     dtype: str  # Q/K/V
     out_dtype: str
@@ -123,12 +125,23 @@ class AttnConfig:
         return self.BM // WAVES
 
     @property
-    def direct_k(self) -> bool:
-        return self.arch == "gfx950"
+    def kr(self) -> int:  # k (key) rows per thread of a transposed stage
+        return self.BN * self.D // (8 * THREADS)
 
     @property
-    def kr(self) -> int:  # k (key) rows per thread of the transposed V stage
-        return self.BN * self.D // (8 * THREADS)
+    def mfma(self) -> layouts.Mfma:
+        return layouts.MFMA[(self.arch, self.mf)]
+
+    def _mfmas(self, rows: int, k: int) -> int:
+        """hardware MFMAs per wave for a (rows x ...) output slab over a k-deep contraction."""
+        return (rows // self.mf) * (k // layouts.Logical(self.mf).kslab) * (8 // self.mfma.a.elems)
+
+
+@dataclass(frozen=True)
+class AttnConfig(_AttnTiles):
+    @property
+    def direct_k(self) -> bool:
+        return self.arch == "gfx950"
 
     @property
     def k_loads(self) -> int:
@@ -156,17 +169,9 @@ class AttnConfig:
         return {**{"K_" + a: b for a, b in k.items()}, **{"V_" + a: b for a, b in v.items()}}
 
     @property
-    def mfma(self) -> layouts.Mfma:
-        return layouts.MFMA[(self.arch, self.mf)]
-
-    @property
     def mfma_per_tile(self) -> Dict[str, int]:
         """hardware MFMAs per wave per K/V tile: S^T = K Q^T and O^T += V^T P^T."""
-        per = 8 // self.mfma.a.elems
-        kslab = layouts.Logical(self.mf).kslab
-        s = (self.BN // self.mf) * (self.D // kslab) * per
-        o = (self.D // self.mf) * (self.BN // kslab) * per
-        return {"S": s, "O": o}
+        return {"S": self._mfmas(self.BN, self.D), "O": self._mfmas(self.D, self.BN)}
 
     def schedule(self) -> sch.Schedule:
         return attention_schedule(self.k_loads, self.v_loads, self.direct_k)
@@ -598,23 +603,7 @@ def default_tiles_bwd(arch: str, D: int) -> Dict[str, int]:
 
 
 @dataclass(frozen=True)
-class BwdDqConfig:
-    arch: str
-    dtype: str
-    out_dtype: str
-    D: int
-    BM: int
-    BN: int
-    causal: bool
-
-    @property
-    def mf(self) -> int:
-        return self.BM // WAVES
-
-    @property
-    def kr(self) -> int:
-        return self.BN * self.D // (8 * THREADS)
-
+class BwdDqConfig(_AttnTiles):
     @property
     def lds_bytes(self) -> int:
         return 3 * 2 * self.BN * self.D
@@ -633,16 +622,9 @@ class BwdDqConfig:
         return {**{"K_" + a: b for a, b in k.items()}, **{"KT_" + a: b for a, b in t.items()}}
 
     @property
-    def mfma(self) -> layouts.Mfma:
-        return layouts.MFMA[(self.arch, self.mf)]
-
-    @property
     def mfma_per_tile(self) -> Dict[str, int]:
-        per = 8 // self.mfma.a.elems
-        kslab = layouts.Logical(self.mf).kslab
-        s = (self.BN // self.mf) * (self.D // kslab) * per
-        dq = (self.D // self.mf) * (self.BN // kslab) * per
-        return {"S": s, "dP": s, "dQ": dq}
+        s = self._mfmas(self.BN, self.D)
+        return {"S": s, "dP": s, "dQ": self._mfmas(self.D, self.BN)}
 
 
 def check_bwd_config(c: BwdDqConfig, registers: bool = True) -> None:
