@@ -93,19 +93,26 @@ class GemmConfig:
         return schedule.pingpong_gemm(schedule.GemmShape(self.a_loads, self.b_loads, self.direct_a))
 
 
-def gemm_config(arch: str, dtype_in: str = "bf16", dtype_out: str = "f32", **cfg) -> GemmConfig:
+def _options(what: str, arch: str, dtype_in: str, dtype_out: str, defaults: dict, cfg: dict) -> dict:
+    """The checks every CDNA GEMM template makes of its arguments; the template's options merged
+    over its per-arch defaults."""
     if arch not in layouts.ARCHS:
         raise ValueError(f"arch: got {arch!r}; the CDNA GEMM supports {layouts.ARCHS}")
     if dtype_in not in ("bf16", "f16"):
         raise ValueError(f"dtype_in: got {dtype_in!r}; supported: bf16, f16")
     if dtype_out not in OUT_BYTES:
         raise ValueError(f"dtype_out: got {dtype_out!r}; supported: {tuple(OUT_BYTES)}")
-    unknown = set(cfg) - set(DEFAULTS[arch]) - {"num_xcds"}
+    unknown = set(cfg) - set(defaults[arch]) - {"num_xcds"}
     if unknown:
-        raise ValueError(f"unknown GEMM option(s) {sorted(unknown)}; known: {sorted(DEFAULTS[arch])} + num_xcds")
-    c = GemmConfig(arch, dtype_in, dtype_out, **{**DEFAULTS[arch], **cfg})
-    if c.mf not in (16, 32):
-        raise ValueError(f"mf: got {c.mf}; the MFMA base is 16 or 32")
+        raise ValueError(f"unknown {what} option(s) {sorted(unknown)}; known: {sorted(defaults[arch])} + num_xcds")
+    opts = {**defaults[arch], **cfg}
+    if opts.get("mf") not in (16, 32):
+        raise ValueError(f"mf: got {opts.get('mf')}; the MFMA base is 16 or 32")
+    return opts
+
+
+def gemm_config(arch: str, dtype_in: str = "bf16", dtype_out: str = "f32", **cfg) -> GemmConfig:
+    c = GemmConfig(arch, dtype_in, dtype_out, **_options("GEMM", arch, dtype_in, dtype_out, DEFAULTS, cfg))
     kslab = layouts.Logical(c.mf).kslab
     if c.bm % (4 * c.mf) or c.bn % (8 * c.mf):
         raise ValueError(f"bm must be a multiple of {4 * c.mf} and bn of {8 * c.mf} for mf={c.mf} (8 waves: 2x2 halves x 4 columns); got {c.bm}x{c.bn}")
@@ -210,18 +217,8 @@ class InterleaveConfig(GemmConfig):
 
 
 def interleave_config(arch: str, dtype_in: str = "bf16", dtype_out: str = "f32", **cfg) -> InterleaveConfig:
-    if arch not in layouts.ARCHS:
-        raise ValueError(f"arch: got {arch!r}; the CDNA GEMM supports {layouts.ARCHS}")
-    if dtype_in not in ("bf16", "f16"):
-        raise ValueError(f"dtype_in: got {dtype_in!r}; supported: bf16, f16")
-    if dtype_out not in OUT_BYTES:
-        raise ValueError(f"dtype_out: got {dtype_out!r}; supported: {tuple(OUT_BYTES)}")
-    unknown = set(cfg) - set(INTERLEAVE_DEFAULTS[arch]) - {"num_xcds"}
-    if unknown:
-        raise ValueError(f"unknown interleave GEMM option(s) {sorted(unknown)}; known: {sorted(INTERLEAVE_DEFAULTS[arch])} + num_xcds")
-    c = InterleaveConfig(arch, dtype_in, dtype_out, **{**INTERLEAVE_DEFAULTS[arch], **cfg})
-    if c.mf not in (16, 32):
-        raise ValueError(f"mf: got {c.mf}; the MFMA base is 16 or 32")
+    c = InterleaveConfig(arch, dtype_in, dtype_out,
+                         **_options("interleave GEMM", arch, dtype_in, dtype_out, INTERLEAVE_DEFAULTS, cfg))
     kslab = layouts.Logical(c.mf).kslab
     if c.bm % (4 * c.mf) or c.bn % (4 * c.mf):
         raise ValueError(f"bm and bn must be multiples of {4 * c.mf} for mf={c.mf} (4 waves: 2x2 halves x 2x2 waves); got {c.bm}x{c.bn}")
