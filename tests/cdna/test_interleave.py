@@ -15,10 +15,9 @@ from tiles.backends.cdna import compile as cc
 from tiles.backends.cdna import schedule as S
 from tiles.backends.cdna.gemm_probe import LDS_LIMIT, interleave_config, render_gemm_interleave, sched_groups
 from tiles.backends.cdna.lower import CDNALowering
-from tiles.core.dtypes import f32
-from tiles.core.lang import load_async, mma, store, wait, zero
 from tiles.core.patterns import Interleave
-from tiles.core.trace import kernel
+from tiles.core.trace import KernelFn
+from tiles.kernels import gemm
 
 from .conftest import TOOLCHAINS, build_host, need_clang, run
 
@@ -26,24 +25,8 @@ MFMA = {("gfx942", 32): "v_mfma_f32_32x32x8_{t}", ("gfx942", 16): "v_mfma_f32_16
         ("gfx950", 32): "v_mfma_f32_32x32x16_{t}", ("gfx950", 16): "v_mfma_f32_16x16x32_{t}"}
 
 
-# a user kernel identical to tiles/kernels/gemm.py but declaring the 4-wave Interleave
-@kernel(overlap=Interleave(2))
-def gemm_il(k, A, B, C, *, BM=256, BN=256, BK=32, group=8):
-    M, K = A.shape
-    N = B.shape[1]
-    tiles_m, tiles_n = k.cdiv(M, BM), k.cdiv(N, BN)
-    k.grid(tiles_m * tiles_n)
-    m, n = k.grouped(k.program_id(0), tiles_m, tiles_n, group)
-
-    acc = k.reg(BM, BN, f32)
-    a = k.shared(BM, BK, A.dtype)
-    b = k.shared(BK, BN, B.dtype)
-    zero(acc)
-    for kb in k.pipeline(k.cdiv(K, BK)):
-        wait(load_async(a, A[:, :], row=m * BM, col=kb * BK),
-             load_async(b, B[:, :], row=kb * BK, col=n * BN))
-        mma(acc, a, b)
-    store(C[:, :], acc, row=m * BM, col=n * BN)
+# the suite's GEMM body, declared with the 4-wave Interleave instead of its own pattern
+gemm_il = KernelFn(gemm.fn, Interleave(2))
 
 
 def meta(*s, d=torch.bfloat16):
@@ -156,7 +139,7 @@ def test_interleave_kernel_lowers_and_compiles(arch, clang):
     need_clang(clang)
     low = lowered(arch)
     assert low.block == (256, 1, 1) and low.notes["schedule"] == "interleave4" and "interleave" in low.entry
-    assert "kernel gemm_il(" in low.source and "sched_group_barrier" in low.source
+    assert "kernel gemm(" in low.source and "sched_group_barrier" in low.source
     r = cc.compile_hip(low.source, arch, clang)
     cfg = low.notes["config"]
     assert r.count(MFMA[(arch, 32)].format(t="bf16")) == cfg.mfma_per_cluster
@@ -274,7 +257,7 @@ def test_emulated_interleave_gemm_matches_float64(tmp_path, arch, mf, din, dout,
 
 @pytest.mark.parametrize("arch", ["gfx942", "gfx950"])
 def test_lowered_interleave_kernel_runs_in_emulation(tmp_path, arch):
-    """gemm_il (Interleave(2)) -> IR -> lower.py -> source, with the chiplet remap active (chunk 1), end to end."""
+    """the GEMM declared Interleave(2) -> IR -> lower.py -> source, with the chiplet remap active (chunk 1), end to end."""
     M, N, K = 600, 520, 104
     low = lowered(arch, M=M, N=N, K=K, chunk=1)
     src = low.source.replace(low.entry, "kern")
