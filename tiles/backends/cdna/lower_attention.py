@@ -262,6 +262,22 @@ class CDNAAttentionLowering(Lowering):
     template_dir = TEMPLATE_DIR
     int_call = {"min": "imin({a}, {b})", "max": "imax({a}, {b})", "cdiv": "cdiv({a}, {b})"}
 
+    def arg_decls(self, args, ptr_type) -> list:
+        """C++ parameter declarations for the launch arguments; `ptr_type(param)` spells a pointer's type."""
+        out = []
+        for kind, x in args:
+            if kind == "ptr":
+                out.append(f"{ptr_type(x)}* __restrict__ {x.name}")
+            elif kind == "f32":
+                out.append(f"float {self.sym_name(x)}")
+            else:
+                out.append(f"int {self.sym_name(x)}")
+        return out
+
+    def entry_name(self, cfg) -> str:
+        return (f"tiles_{self.k.name}_{self.arch}_{cfg.dtype}_{cfg.out_dtype}_d{cfg.D}_{cfg.BM}x{cfg.BN}"
+                f"{'_causal' if cfg.causal else ''}")
+
     def __init__(self, kernel: ir.Kernel, arch: Optional[str] = None, check_registers: bool = True):
         super().__init__(kernel, arch or DEFAULT_ARCH)
         self.subst: Dict[str, str] = {}
@@ -524,17 +540,10 @@ class CDNAAttentionLowering(Lowering):
         clusters = [(c.name, c.kind, render_steps(c.steps, "loop")) for c in sched.body]
         stop = self.expr(loop.stop)
         args = self.launch_args()
-        arg_decls = []
-        for kind, x in args:
-            if kind == "ptr":
-                ty = "float" if x is L or (x is O and O.dtype.name == "f32") else "u16" if x is O else "const u16"
-                arg_decls.append(f"{ty}* __restrict__ {x.name}")
-            elif kind == "f32":
-                arg_decls.append(f"float {self.sym_name(x)}")
-            else:
-                arg_decls.append(f"int {self.sym_name(x)}")
+        arg_decls = self.arg_decls(
+            args, lambda x: "float" if x is L or (x is O and O.dtype.name == "f32") else "u16" if x is O else "const u16")
         dt = cfg.dtype
-        name = f"tiles_{self.k.name}_{self.arch}_{dt}_{cfg.out_dtype}_d{cfg.D}_{cfg.BM}x{cfg.BN}{'_causal' if cfg.causal else ''}"
+        name = self.entry_name(cfg)
         G = self.k.grid
         grid_text = [self.expr(x) for x in G]
         pre_ops = self.ops(g["pre"])
@@ -846,17 +855,11 @@ class CDNAAttentionBwdDqLowering(CDNAAttentionLowering):
         row_k = lambda which: self._with({idx: which}, lambda: self.expr(g["lk"].attrs["row"]))
         row_v = lambda which: self._with({idx: which}, lambda: self.expr(g["lv"].attrs["row"]))
         args = self.launch_args()
-        arg_decls = []
-        for kind, x in args:
-            if kind == "ptr":
-                ty = "const float" if x is L or x is Delta else "float" if (x is dQ and dQ.dtype.name == "f32") else "u16" if x is dQ else "const u16"
-                arg_decls.append(f"{ty}* __restrict__ {x.name}")
-            elif kind == "f32":
-                arg_decls.append(f"float {self.sym_name(x)}")
-            else:
-                arg_decls.append(f"int {self.sym_name(x)}")
+        arg_decls = self.arg_decls(
+            args, lambda x: "const float" if x is L or x is Delta else "float" if (x is dQ and dQ.dtype.name == "f32")
+            else "u16" if x is dQ else "const u16")
         dt = cfg.dtype
-        name = f"tiles_{self.k.name}_{self.arch}_{dt}_{cfg.out_dtype}_d{cfg.D}_{cfg.BM}x{cfg.BN}{'_causal' if cfg.causal else ''}"
+        name = self.entry_name(cfg)
         G = self.k.grid
         source = self.env.get_template("attention_bwd_dq.hip.j2").render(
             cfg=cfg, name=name, ir_text=self.k.text(), template_version=BWD_TEMPLATE_VERSION, arg_decls=arg_decls,
