@@ -8,7 +8,7 @@ import torch
 
 from . import backends, validate
 from .kernels import (attention_bwd_dkdv, attention_bwd_dq, attention_bwd_prep, attention_fwd, gemm as gemm_k,
-                      layernorm as layernorm_k, rotary as rotary_k)
+                      gemm_fp8 as gemm_fp8_k, layernorm as layernorm_k, rotary as rotary_k)
 
 
 def _poison() -> bool:
@@ -137,6 +137,16 @@ def _gemm(a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype, backend: str
         return c
     if K == 0:
         return c.zero_()
+    m = backends.get(backend).gemm_multiple
+    if K % m or N % m:  # a lowering that reads whole vectors along K and N: zero-pad to them
+        Kp, Np = -(-K // m) * m, -(-N // m) * m
+        ap = torch.zeros((M, Kp), dtype=a.dtype, device=a.device)
+        ap[:, :K] = a
+        bp = torch.zeros((Kp, Np), dtype=b.dtype, device=b.device)
+        bp[:K, :N] = b
+        cp = _empty((M, Np), out_dtype, a.device)
+        _launch(backend, gemm_k, dict(M=M, N=Np, K=Kp), ap, bp, cp)
+        return cp[:, :N]
     _launch(backend, gemm_k, dict(M=M, N=N, K=K), a, b, c)
     return c
 
@@ -186,6 +196,56 @@ def gemm(a, b, out_dtype: Optional[torch.dtype] = None, backend: Optional[str] =
     validate.index_range("a", a, be.max_index)
     validate.index_range("b", b, be.max_index)
     return _gemm(a, b, out_dtype, be.name)
+
+
+# ----------------------------------------------------------------------------- gemm_fp8
+
+
+@torch.library.custom_op("tiles::gemm_fp8", mutates_args=())
+def _gemm_fp8(a: torch.Tensor, b: torch.Tensor, a_scale: torch.Tensor, b_scale: torch.Tensor,
+              out_dtype: torch.dtype, backend: str) -> torch.Tensor:
+    M, K = a.shape
+    N = b.shape[0]
+    c = _empty((M, N), out_dtype, a.device)
+    if c.numel() == 0:
+        return c
+    if K == 0:
+        return c.zero_()
+    # one scale per column of b, as a stride-0 view of the per-block scales (kernels/gemm_fp8.py)
+    blk = validate.FP8_BLOCK
+    sb = b_scale.unsqueeze(1).expand(b_scale.shape[0], blk, b_scale.shape[1])
+    _launch(backend, gemm_fp8_k, dict(M=M, N=N, K=K), a, b, a_scale, sb, c)
+    return c
+
+
+@_gemm_fp8.register_fake
+def _(a, b, a_scale, b_scale, out_dtype, backend):
+    return a.new_empty((a.shape[0], b.shape[0]), dtype=out_dtype)
+
+
+def gemm_fp8(a, b, a_scale, b_scale, out_dtype: Optional[torch.dtype] = torch.bfloat16,
+             backend: Optional[str] = None):
+    """Block-scaled 8-bit GEMM (DeepSeek-V3 style): C = (a * a_scale) @ (b * b_scale).T.
+
+    a: (M, K) and b: (N, K), both float8_e4m3fn (NVIDIA Hopper, AMD gfx950) or both float8_e4m3fnuz
+    (AMD gfx942); a_scale: (M, cdiv(K, 128)) f32, one scale per 1 x 128 block of a along K; b_scale:
+    (cdiv(N, 128), cdiv(K, 128)) f32, one per 128 x 128 block of b. Accumulates in f32, applying the
+    scales once per 128-wide K block; C (M, N) in `out_dtype` (bf16 or f32). Strides describe the
+    operands: a (K, M) tensor is passed as its view `.t()`, and so on for b and the scales. K, M and
+    N need not be multiples of 128 (the last block along K is partial).
+
+    On Hopper the fp8 tensor cores read both operands K-major from shared memory: an operand whose
+    K axis is not contiguous (a (K, M) or (K, N) storage) is transposed into a K-major copy once per
+    call before the launch. The scales are read in place with their strides.
+    """
+    a, b, a_scale, b_scale, out_dtype, device = validate.gemm_fp8(a, b, a_scale, b_scale, out_dtype)
+    be = backends.resolve(backend, device, ("gemm_fp8",))
+    for n, t in (("a", a), ("b", b), ("a_scale", a_scale), ("b_scale", b_scale)):
+        validate.index_range(n, t, be.max_index)
+    check = getattr(be, "check_fp8", None)
+    if check is not None:  # the machine's 8-bit format (OCP e4m3fn or e4m3fnuz), before any launch
+        check("a", a.dtype, device)
+    return _gemm_fp8(a, b, a_scale, b_scale, out_dtype, be.name)
 
 
 # ----------------------------------------------------------------------------- layernorm, rotary

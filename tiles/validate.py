@@ -9,6 +9,9 @@ import torch
 ATTN_DTYPES = (torch.bfloat16, torch.float16)
 GEMM_IN_DTYPES = (torch.bfloat16, torch.float16)
 GEMM_OUT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e4m3fnuz)
+FP8_OUT_DTYPES = (torch.bfloat16, torch.float32)
+FP8_BLOCK = 128  # elements along K (and N, for b) that share one scale
 NORM_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 HEAD_DIMS = (64, 128)
 ALIGN_BYTES = 16
@@ -196,3 +199,40 @@ def rotary(x, cos, sin):
     for n, t in (("x", x), ("cos", cos), ("sin", sin)):
         inner_stride(n, t)
     return x, cos, sin, device
+
+
+def gemm_fp8(a, b, a_scale, b_scale, out_dtype):
+    """a (M, K), b (N, K) 8-bit floats (C = a @ b^T); a_scale (M, cdiv(K, 128)) and b_scale
+    (cdiv(N, 128), cdiv(K, 128)) f32. Any strides: a (K, M) storage is passed as its view .t()."""
+    a, b = as_tensor("a", a), as_tensor("b", b)
+    a_scale, b_scale = as_tensor("a_scale", a_scale), as_tensor("b_scale", b_scale)
+    rank("a", a, 2, "(M, K)")
+    rank("b", b, 2, "(N, K) (C = a @ b.T; a (K, N) tensor is passed as its view b.t())")
+    rank("a_scale", a_scale, 2, "(M, cdiv(K, 128))")
+    rank("b_scale", b_scale, 2, "(cdiv(N, 128), cdiv(K, 128))")
+    dtype("a", a, FP8_DTYPES)
+    dtype("b", b, FP8_DTYPES)
+    same_dtype(("a", "b"), (a, b))
+    dtype("a_scale", a_scale, (torch.float32,))
+    dtype("b_scale", b_scale, (torch.float32,))
+    device = same_device(("a", "b", "a_scale", "b_scale"), (a, b, a_scale, b_scale))
+    M, K = a.shape
+    N = b.shape[0]
+    if b.shape[1] != K:
+        raise ValueError(f"a is {tuple(a.shape)} (M, K) and b is {tuple(b.shape)} (N, K): b's K ({b.shape[1]}) must "
+                         f"equal a's ({K}). For a (K, N) tensor pass its view b.t() (no copy)")
+    kb, nb = -(-K // FP8_BLOCK), -(-N // FP8_BLOCK)
+    if tuple(a_scale.shape) != (M, kb):
+        raise ValueError(f"a_scale must be (M, cdiv(K, {FP8_BLOCK})) = ({M}, {kb}), one scale per 1x{FP8_BLOCK} block "
+                         f"of a; got {tuple(a_scale.shape)}. For ({kb}, {M}) storage pass its view .t() (no copy)")
+    if tuple(b_scale.shape) != (nb, kb):
+        raise ValueError(f"b_scale must be (cdiv(N, {FP8_BLOCK}), cdiv(K, {FP8_BLOCK})) = ({nb}, {kb}), one scale per "
+                         f"{FP8_BLOCK}x{FP8_BLOCK} block of b; got {tuple(b_scale.shape)}. For ({kb}, {nb}) storage "
+                         f"pass its view .t() (no copy)")
+    if out_dtype is None:
+        out_dtype = torch.bfloat16
+    if not isinstance(out_dtype, torch.dtype):
+        raise TypeError(f"out_dtype must be a torch.dtype or None, got {type(out_dtype).__name__}")
+    if out_dtype not in FP8_OUT_DTYPES:
+        raise TypeError(f"out_dtype is {out_dtype}; gemm_fp8 supports: {_names(FP8_OUT_DTYPES)}")
+    return a, b, a_scale, b_scale, out_dtype, device

@@ -223,19 +223,41 @@ def test_backend_supports_and_configures_attention():
     assert be.supports("attention_fwd") and be.supports("gemm")
     assert be.config("attention_fwd", arch="gfx942", D=128) == {"BM": 128, "BN": 64}
     assert be.config("attention_fwd", arch="gfx950", D=64) == {"BM": 128, "BN": 128}
+    assert be.supports("attention_bwd_dkdv") and be.supports("attention_bwd_dq")
+    assert be.config("attention_bwd_dkdv", arch="gfx942", D=128) == {"BM": 32, "BN": 128}
+    assert be.config("attention_bwd_dkdv", arch="gfx950", D=64) == {"BM": 64, "BN": 128}
     low = lower("gfx950", 64, False)
     assert low.block == (512, 1, 1) and low.notes["lds_bytes"] <= LDS_LIMIT["gfx950"]
     assert len(low.notes["launch_grid"]) == 3 and "kernel attention_fwd(" in low.source
     assert lower().source == lower().source  # deterministic
 
 
-def test_attention_launch_without_rocm_raises_backend_unavailable():
+@pytest.mark.parametrize("kernel", ["attention_fwd", "attention_bwd_dkdv"])
+def test_attention_launch_without_rocm_raises_backend_unavailable(kernel):
     from tiles.core.backend import BackendUnavailable
 
     q = torch.zeros(1, 64, 2, 64, dtype=torch.bfloat16)
     lse = torch.zeros(1, 2, 64)
+    args = (q, q, q, q, lse, 0.125) if kernel == "attention_fwd" else (q, q, q, q, lse, lse, q, q, 0.125)
     with pytest.raises(BackendUnavailable, match="cdna"):
-        backends.get("cdna").launch(SUITE["attention_fwd"], q, q, q, q, lse, 0.125, causal=True, D=64)
+        backends.get("cdna").launch(SUITE[kernel], *args, causal=True, D=64)
+
+
+def test_attention_bwd_dkdv_launch_checks_its_arguments():
+    from tiles.backends.cdna.lower_attention import check_attention_bwd_dkdv_args
+
+    q = torch.zeros(1, 64, 4, 64, dtype=torch.bfloat16)
+    kv = torch.zeros(1, 96, 2, 64, dtype=torch.bfloat16)
+    lse = torch.zeros(1, 4, 64)
+    check_attention_bwd_dkdv_args(q, kv, kv, q, lse, lse, kv, kv, D=64)
+    with pytest.raises(ValueError, match="head dim"):
+        check_attention_bwd_dkdv_args(q, kv, kv, q, lse, lse, kv, kv, D=128)
+    with pytest.raises(ValueError, match="dk, dv"):
+        check_attention_bwd_dkdv_args(q, kv, kv, q, lse, lse, kv, q, D=64)
+    with pytest.raises(ValueError, match="do"):
+        check_attention_bwd_dkdv_args(q, kv, kv, q[..., :32], lse, lse, kv, kv, D=64)
+    with pytest.raises(ValueError, match="multiple"):
+        check_attention_bwd_dkdv_args(q[:, :, :3], kv, kv, q[:, :, :3], lse, lse, kv, kv, D=64)
 
 
 def test_attention_lowering_errors_are_clear():
@@ -263,10 +285,11 @@ def test_show_prints_readable_code():
         assert want in src, want
 
 
+@pytest.mark.parametrize("kernel", ["attention_fwd", "attention_bwd_dkdv"])
 @pytest.mark.parametrize("arch", ["gfx942", "gfx950"])
-def test_emit_writes_a_unit_clang_compiles(tmp_path, arch):
+def test_emit_writes_a_unit_clang_compiles(tmp_path, arch, kernel):
     need_clang(22)
-    r = subprocess.run([sys.executable, "-m", "tiles", "show", "attention_fwd", "--backend", "cdna", "--arch", arch,
+    r = subprocess.run([sys.executable, "-m", "tiles", "show", kernel, "--backend", "cdna", "--arch", arch,
                         "--emit", str(tmp_path)], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
     src = [p for p in r.stdout.split() if p.endswith(".hip")][0]

@@ -8,7 +8,11 @@ from tiles import backends
 from tiles.backends.cdna import compile as cc
 from tiles.backends.cdna.backend import CDNABackend
 from tiles.backends.cdna.lower import CDNALowering, check_gemm_args
+from tiles.core.dtypes import f32
+from tiles.core.lang import load_async, mma, store, wait
 from tiles.core.lowering import LoweringError
+from tiles.core.patterns import Pipelined
+from tiles.core.trace import kernel
 from tiles.kernels import SUITE
 
 from .conftest import need_clang
@@ -52,11 +56,19 @@ def test_lowering_is_deterministic():
     assert lowered().source == lowered().source
 
 
+@kernel(overlap=Pipelined(stages=1))
+def _one_tile_mma(k, A, B, C, *, BM=64):
+    """An mma kernel no CDNA lowering implements (one tile, no K loop): the GEMM matcher refuses it."""
+    k.grid(1)
+    a, b, c = k.shared(BM, BM, A.dtype), k.shared(BM, BM, B.dtype), k.reg(BM, BM, f32)
+    wait(load_async(a, A[:, :], row=0, col=0), load_async(b, B[:, :], row=0, col=0))
+    mma(c, a, b, accumulate=False)
+    store(C[:, :], c, row=0, col=0)
+
+
 def test_unsupported_kernels_and_tiles_raise_clearly():
     with pytest.raises(LoweringError, match="GEMM"):
-        q = t(1, 128, 4, 64)
-        lse = t(1, 4, 128, dtype=torch.float32)
-        backends.get("cdna").lower(SUITE["attention_bwd_dkdv"], q, q, q, q, lse, lse, q, q, 0.125, causal=True, D=64, arch="gfx942")
+        backends.get("cdna").lower(_one_tile_mma, t(64, 64), t(64, 64), t(64, 64, dtype=torch.float32), arch="gfx942")
     with pytest.raises(LoweringError, match="LDS"):
         lowered("gfx942", BK=64)  # 128 KiB double buffer > 64 KiB
     with pytest.raises(LoweringError, match="bm must be"):

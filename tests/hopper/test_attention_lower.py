@@ -18,7 +18,11 @@ nvrtc = pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python (cuda.bin
 from tiles.backends.hopper import runtime  # noqa: E402
 from tiles.backends.hopper.lower_attention import WarpSpecializedLowering  # noqa: E402
 from tiles.core.lowering import LoweringError  # noqa: E402
-from tiles.kernels import attention_bwd_dkdv, attention_fwd  # noqa: E402
+from tiles.core.dtypes import f32  # noqa: E402
+from tiles.core.lang import cast, load_async, mma, row_max, store, wait, zero  # noqa: E402
+from tiles.core.patterns import Pipelined  # noqa: E402
+from tiles.core.trace import kernel  # noqa: E402
+from tiles.kernels import attention_bwd_dkdv, attention_bwd_dq, attention_fwd  # noqa: E402
 
 try:
     runtime.nvrtc_version()
@@ -32,11 +36,16 @@ def _meta(*shape, dtype=torch.bfloat16):
     return torch.empty(shape, dtype=dtype, device="meta")
 
 
-def _lower(D=128, causal=True, dtype=torch.bfloat16, options=None, **over):
+def _lower(D=128, causal=True, dtype=torch.bfloat16, options=None, kernel="fwd", **over):
     q = _meta(2, 1000, 16, D, dtype=dtype)
     kv = _meta(2, 1000, 4, D, dtype=dtype)
     lse = _meta(2, 16, 1000, dtype=torch.float32)
-    k = attention_fwd.trace(q, kv, kv, q, lse, D ** -0.5, causal=causal, D=D, **over)
+    if kernel == "dkdv":
+        k = attention_bwd_dkdv.trace(q, kv, kv, q, lse, lse, kv, kv, D ** -0.5, causal=causal, D=D, **over)
+    elif kernel == "dq":
+        k = attention_bwd_dq.trace(q, kv, kv, q, lse, lse, q, D ** -0.5, causal=causal, D=D, **over)
+    else:
+        k = attention_fwd.trace(q, kv, kv, q, lse, D ** -0.5, causal=causal, D=D, **over)
     return WarpSpecializedLowering(k, **(options or {})).lower()
 
 
@@ -55,6 +64,13 @@ CASES = {
     "d64_causal_3stages": dict(D=64, causal=True, options={"stages": 3}),
     "d64_not_persistent": dict(D=64, causal=True, options={"persistent": False}),
     "d128_no_turns": dict(D=128, causal=False, options={"pingpong": False}),
+    # attention_bwd_dkdv: score tiles held transposed (Sᵀ = K Qᵀ), dV/dK from register A operands
+    "dkdv_d128_causal": dict(D=128, causal=True, kernel="dkdv"),
+    "dkdv_d128": dict(D=128, causal=False, kernel="dkdv"),
+    "dkdv_d64_causal": dict(D=64, causal=True, kernel="dkdv"),
+    "dkdv_d64_f16_not_persistent": dict(D=64, causal=False, dtype=torch.float16, kernel="dkdv",
+                                        options={"persistent": False}),
+    "dkdv_d128_no_rotation": dict(D=128, causal=True, kernel="dkdv", options={"rotate": False}),
 }
 
 
@@ -82,7 +98,12 @@ def test_sass_has_hopper_instructions(compiled, tmp_path):
     f.write_bytes(c.cubin)
     sass = subprocess.run([tool, "-sass", str(f)], check=True, capture_output=True, text=True).stdout
     D = low.kernel.constexprs["D"]
-    assert re.search(r"HGMMA\.64x128x16\.F32", sass)  # S = Q Kᵀ (N = BN)
+    if low.kernel.name == "attention_bwd_dkdv":
+        assert re.search(r"HGMMA\.64x64x16\.F32", sass)  # Sᵀ = K Qᵀ, dPᵀ = V dOᵀ (N = BM)
+        assert re.search(rf"HGMMA\.64x{D}x16\.F32", sass)  # dV += Pᵀ dO, dK += dSᵀ Q (N = D)
+        assert "SHFL.IDX" in sass  # LSE / Delta broadcast along the columns
+    else:
+        assert re.search(r"HGMMA\.64x128x16\.F32", sass)  # S = Q Kᵀ (N = BN)
     if D != 128:
         assert re.search(rf"HGMMA\.64x{D}x16\.F32", sass)  # O += P V (N = D)
     assert "UTMALDG.4D" in sass
@@ -115,11 +136,34 @@ def test_pipelined_has_no_turns():
     assert "bar_sync(1 + cw" not in src
 
 
+@kernel(overlap=Pipelined(stages=2))
+def _transposed_misuse(k, Q, K, O, *, D, reduce, BM=64, BN=128):
+    """o (BN x D) += pᵀ q: p is held transposed, so a row reduction of s (its source) would run
+    across the warpgroups' rows; and with reduce=False, a shared A operand used transposed."""
+    k.grid(k.cdiv(K.shape[1], BN), 1, 1)
+    kt, q = k.shared(BN, D, K.dtype), k.shared(BM, D, Q.dtype)
+    s, p, o = k.reg(BM, BN, f32), k.reg(BM, BN, Q.dtype), k.reg(BN, D, f32)
+    wait(load_async(kt, K[0, :, 0, :], row=k.program_id(0) * BN, col=0))
+    zero(o)
+    for i in k.pipeline(k.cdiv(Q.shape[1], BM)):
+        wait(load_async(q, Q[0, :, 0, :], row=i * BM, col=0))
+        mma(s, q, kt, tb=True, accumulate=False)
+        if reduce:
+            row_max(k.vec(BM, f32), s)
+        cast(p, s)
+        mma(o, p, q, ta=True)
+        if not reduce:
+            mma(o, q, q, ta=True)  # qᵀ q: A = qᵀ from shared memory
+    store(O[0, :, 0, :], o, row=k.program_id(0) * BN, col=0)
+
+
 def test_refuses_what_it_cannot_lower():
-    q = _meta(1, 256, 4, 64)
-    lse = _meta(1, 4, 256, dtype=torch.float32)
-    k = attention_bwd_dkdv.trace(q, q, q, q, lse, lse, q, q, 0.1, causal=False, D=64)
-    with pytest.raises(LoweringError, match="rows|ta=True"):
+    q = _meta(1, 256, 1, 128)
+    k = _transposed_misuse.trace(q, q, q, D=128, reduce=True)
+    with pytest.raises(LoweringError, match="row_max of .*, which is held transposed"):
+        WarpSpecializedLowering(k).lower()
+    k = _transposed_misuse.trace(q, q, q, D=128, reduce=False)
+    with pytest.raises(LoweringError, match="transposed from shared memory"):
         WarpSpecializedLowering(k).lower()
     with pytest.raises(LoweringError, match="unknown options"):
         _lower(options={"bogus": 1})
@@ -137,15 +181,19 @@ def test_cli_show_and_emit(tmp_path):
     p = subprocess.run([sys.executable, "-m", "tiles", "show", "attention_fwd", "--backend", "hopper", "--emit", str(out)],
                        capture_output=True, text=True, cwd=ROOT, env=env)
     assert p.returncode == 0, p.stderr
-    srcs = list(out.glob("tiles_attention_fwd*.cu"))
-    assert len(srcs) == 1 and (out / "tiles" / "tiles.h").exists()
+    p = subprocess.run([sys.executable, "-m", "tiles", "show", "attention_bwd_dkdv", "--backend", "hopper", "--emit",
+                        str(out)], capture_output=True, text=True, cwd=ROOT, env=env)
+    assert p.returncode == 0, p.stderr
+    srcs = [list(out.glob(f"tiles_{n}_hopper*.cu")) for n in ("attention_fwd", "attention_bwd_dkdv")]
+    assert all(len(x) == 1 for x in srcs) and (out / "tiles" / "tiles.h").exists()
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not on PATH")
-    r = subprocess.run(["nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-Xptxas", "-v", "-std=c++17",
-                        f"-I{out}", str(srcs[0]), "-o", str(tmp_path / "a.cubin")], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    res = runtime.parse_ptxas(r.stderr + r.stdout)
-    assert res and all(v["spill_stores"] == 0 and v["stack"] == 0 for v in res.values()), r.stderr
+    for (src,) in srcs:
+        r = subprocess.run(["nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-Xptxas", "-v", "-std=c++17",
+                            f"-I{out}", str(src), "-o", str(tmp_path / "a.cubin")], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        res = runtime.parse_ptxas(r.stderr + r.stdout)
+        assert res and all(v["spill_stores"] == 0 and v["stack"] == 0 for v in res.values()), r.stderr
 
 
 @pytest.mark.parametrize("D", [64, 128])
@@ -166,3 +214,38 @@ def test_bwd_dq_lowers_with_one_consumer(D):
     if res is not None:
         assert res["spill_stores"] == 0 and res["stack"] == 0, c.log
         assert "serialized" not in c.log, c.log
+
+
+@pytest.mark.parametrize("D", [64, 128])
+def test_bwd_dkdv_holds_scores_transposed(D):
+    """attention_bwd_dkdv: Sᵀ = K Qᵀ and dPᵀ = V dOᵀ swap the mma operands, Pᵀ / dSᵀ feed dV / dK
+    as register A operands, the query-indexed LSE / Delta become column vectors, the masks swap
+    axes; two consumer warpgroups split the 128 keys; the heavy (low) key blocks go first."""
+    q = _meta(1, 300, 4, D)
+    kv = _meta(1, 300, 2, D)
+    lse = _meta(1, 4, 300, dtype=torch.float32)
+    k = attention_bwd_dkdv.trace(q, kv, kv, q, lse, lse, kv, kv, 0.1, causal=True, D=D)
+    low = WarpSpecializedLowering(k).lower()
+    assert low.notes["consumers"] == 2 and low.block == (384, 1, 1)
+    src = low.source
+    for line in ["rt<float, WG_ROWS, 64> s;  // rt<f32, 64x128>, held transposed (128x64)",
+                 f"rt<float, WG_ROWS, {D}> dk;  // rt<f32, 128x{D}>",
+                 "cv<64> lse;",
+                 "mma_ABt(s, S.kt, wg_row0, S.q[pos.stage], false);",
+                 "mma_ABt(dp, S.vt, wg_row0, S.do_[pos.stage], false);",
+                 "mma_AB(dv, p, S.do_[pos.stage], true);",
+                 "if (held >= 0) mma_AB(dk, dsp, S.q[held], true);",
+                 "mask_rows(s, pid0 * 128 + wg_row0, K_shape1, -INFINITY);",
+                 "mask_causal_transposed(s, kb * 64, pid0 * 128 + wg_row0, K_shape1 - Q_shape1, -INFINITY);",
+                 "mask_cols(s, kb * 64, Q_shape1, 0.0f);",
+                 "sub_col(s, s, lse);", "sub_col(dp, dp, delta);",
+                 "(pid1 * (Q_shape2 / K_shape2) + i) * L_stride1",  # compound view index in parentheses
+                 "const int pid0 = prog / (grid1 * grid2)"]:  # key block 0 (most query blocks) first
+        assert line in src, line
+    # the one-shot K/V tiles are waited for both, and released after the loop over the group's heads
+    assert "wait(S.once[0], it & 1);\n      wait(S.once[1], it & 1);" in src
+    assert src.index("release(S.once_empty[0])") > src.rindex("mma_wait<0>(dk);")
+    if D == 64:  # registers allow dP = V dOᵀ to be issued right after Sᵀ (it runs under the softmax)
+        assert "[hoisted:" in src and "mma_wait<2>(s);" in src
+    else:  # D = 128: dK / dV take 128 registers; hoisting too would spill
+        assert "[hoisted:" not in src and "mma_wait<1>(s);" in src

@@ -115,10 +115,21 @@ def test_nvcc_compiles_sm90a(tmp_path):
     assert res["spill_stores"] == 0 and res["stack"] == 0
 
 
-def test_plain_sm90_is_rejected():
-    kern = gemm_probe.gemm_source("bf16", "bf16")
+def _dkdv_source():
+    """attention_bwd_dkdv's warp-specialized lowering (wgmma, setmaxnreg)."""
+    import torch
+    from tiles.backends.hopper.lower_attention import WarpSpecializedLowering
+    from tiles.kernels import attention_bwd_dkdv
+    q = torch.empty(1, 256, 2, 64, dtype=torch.bfloat16, device="meta")
+    lse = torch.empty(1, 2, 256, dtype=torch.float32, device="meta")
+    return WarpSpecializedLowering(attention_bwd_dkdv.trace(q, q, q, q, lse, lse, q, q, 0.1, causal=True, D=64)).lower().source
+
+
+@pytest.mark.parametrize("which", ["gemm", "attention_bwd_dkdv"])
+def test_plain_sm90_is_rejected(which):
+    source = gemm_probe.gemm_source("bf16", "bf16").source if which == "gemm" else _dkdv_source()
     with pytest.raises(runtime.CompileError, match=r"not supported on \.target 'sm_90'"):
-        runtime.nvrtc_compile(kern.source, arch="sm_90", name="gemm_sm90.cu")
+        runtime.nvrtc_compile(source, arch="sm_90", name=f"{which}_sm90.cu")
 
 
 def test_compile_error_carries_log():

@@ -6,15 +6,19 @@ import torch
 from tiles import backends
 
 
+# cdna-emu runs the CDNA backend's kernels on an NVIDIA GPU, once per CDNA target
+GPU_BACKENDS = ("hopper", "cdna", "cdna-emu:gfx942", "cdna-emu:gfx950")
+
+
 def _present():
     out = [pytest.param(("interp", "cpu"), id="interp")]
-    for name in ("hopper", "cdna"):
+    for name in GPU_BACKENDS:
         b = backends.get(name)
         ok, why = b.available()
         if ok and torch.cuda.is_available() and b.serves(torch.device("cuda")):
-            out.append(pytest.param((name, "cuda"), id=name))
+            out.append(pytest.param((name, "cuda"), id=name.replace(":", "-")))
         else:
-            out.append(pytest.param((name, "cuda"), id=name,
+            out.append(pytest.param((name, "cuda"), id=name.replace(":", "-"),
                                     marks=pytest.mark.skip(reason=f"backend {name} not present: {why}")))
     return out
 

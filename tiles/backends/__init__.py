@@ -12,7 +12,12 @@ _REGISTRY = {
     "interp": None,
     "hopper": "tiles.backends.hopper.backend:HopperBackend",
     "cdna": "tiles.backends.cdna.backend:CDNABackend",
+    # the CDNA backend's kernels on an NVIDIA GPU through an emulated arch layer (tests only);
+    # "cdna-emu" targets gfx942, "cdna-emu:gfx950" the other target
+    "cdna-emu": "tiles.backends.cdna_emu.backend:CDNAEmuBackend",
 }
+# backends built per target: NAME:ARCH
+_TARGETED = {"cdna-emu": ("gfx942", "gfx950")}
 _loaded: dict = {}
 
 
@@ -21,16 +26,21 @@ def names() -> list:
 
 
 def get(name: str) -> Backend:
-    if name not in _REGISTRY:
-        raise ValueError(f"backend={name!r} is not a tiles backend; choose one of {names()}")
+    base, _, target = name.partition(":")
+    if base not in _REGISTRY or (target and target not in _TARGETED.get(base, ())):
+        targeted = [f"{b}:{t}" for b, ts in _TARGETED.items() for t in ts]
+        raise ValueError(f"backend={name!r} is not a tiles backend; choose one of {names() + targeted}")
+    if base in _TARGETED and target == _TARGETED[base][0]:
+        name = base  # the default target has the plain name
     if name not in _loaded:
-        spec = _REGISTRY[name]
+        spec = _REGISTRY[base]
         if spec is None:
             _loaded[name] = InterpBackend()
         else:
             mod, cls = spec.split(":")
             try:
-                _loaded[name] = getattr(importlib.import_module(mod), cls)()
+                make = getattr(importlib.import_module(mod), cls)
+                _loaded[name] = make(target) if target else make()
             except ImportError as e:  # the package of that vendor is not written or not installed
                 _loaded[name] = _Missing(name, f"{type(e).__name__}: {e}")
     return _loaded[name]

@@ -17,6 +17,7 @@ class BackendUnavailable(ValueError):
 class Backend:
     name = "?"
     max_index = None  # elements one tensor may span; None where index math is 64-bit
+    gemm_multiple = 1  # K and N the gemm lowering needs in multiples of this (the API pads with zeros)
 
     def available(self) -> tuple[bool, str]:
         """(True, version info) or (False, why not)."""
@@ -67,6 +68,46 @@ class Backend:
             raise BackendUnavailable(f"backend={self.name!r} is not available here: {why}")
         if not self.serves(device):
             raise BackendUnavailable(f"backend={self.name!r} cannot run on tensors on device {device}")
+
+
+def call_signature(name: str, args, kwargs, extra=()):
+    """What a launch of kernel `name` on these arguments depends on: each tensor's address, shape,
+    strides, dtype and device, and every other argument's value. Equal signatures launch the same
+    kernel with the same arguments, so a backend may reuse everything it built for the first (tensor
+    maps, argument buffers) without keeping the tensors alive. None when an argument is not hashable."""
+    out = [name, extra]
+    for key, a in [(None, a) for a in args] + sorted(kwargs.items()):
+        if isinstance(a, torch.Tensor):
+            out.append((key, a.data_ptr(), tuple(a.shape), a.stride(), a.dtype, a.device))
+        else:
+            try:
+                hash(a)
+            except TypeError:
+                return None
+            out.append((key, type(a), a))
+    return tuple(out)
+
+
+class LaunchCache:
+    """Prepared launches by call signature, least recently used first out."""
+
+    def __init__(self, size: int = 512):
+        import collections
+
+        self.size, self._d = size, collections.OrderedDict()
+
+    def get(self, sig):
+        go = self._d.get(sig) if sig is not None else None
+        if go is not None:
+            self._d.move_to_end(sig)
+        return go
+
+    def put(self, sig, go):
+        if sig is None:
+            return
+        self._d[sig] = go
+        if len(self._d) > self.size:
+            self._d.popitem(last=False)
 
 
 class InterpBackend(Backend):

@@ -20,9 +20,15 @@ bf16 = DType("bf16", torch.bfloat16, 2)
 f16 = DType("f16", torch.float16, 2)
 f32 = DType("f32", torch.float32, 4)
 i32 = DType("i32", torch.int32, 4)
+# 8-bit floats, 4 exponent and 3 mantissa bits, in the two encodings tensor cores use: the OCP
+# format (no infinities, one NaN pattern per sign) and the "fnuz" one (exponent bias 8, no negative
+# zero, 0x80 is the only NaN). Which machine takes which is the backend's business.
+f8e4m3 = DType("f8e4m3", torch.float8_e4m3fn, 1)
+f8e4m3fnuz = DType("f8e4m3fnuz", torch.float8_e4m3fnuz, 1)
 
-ALL = (bf16, f16, f32, i32)
+ALL = (bf16, f16, f32, i32, f8e4m3, f8e4m3fnuz)
 MMA_INPUTS = (bf16, f16)  # the tensor-core input types both vendors share
+MMA_INPUTS_FP8 = (f8e4m3, f8e4m3fnuz)  # 8-bit inputs: products are exact in f32; scale after the mma
 
 _BY_TORCH = {d.torch: d for d in ALL}
 _BY_NAME = {d.name: d for d in ALL}
@@ -32,7 +38,7 @@ def from_torch(t: torch.dtype) -> DType:
     try:
         return _BY_TORCH[t]
     except KeyError:
-        raise TypeError(f"dtype {t} is not supported by tiles (supported: bf16, f16, f32)") from None
+        raise TypeError(f"dtype {t} is not supported by tiles (supported: bf16, f16, f32, float8_e4m3fn, float8_e4m3fnuz)") from None
 
 
 def as_dtype(x) -> DType:

@@ -14,7 +14,7 @@ import threading
 from typing import Optional
 
 from . import ir
-from .dtypes import MMA_INPUTS, DType, as_dtype, f32
+from .dtypes import MMA_INPUTS, MMA_INPUTS_FP8, DType, as_dtype, f32
 from .ir import Expr, Loc, Loop, Op, Param, Sym, Tile, View, as_expr
 
 # Generic limits; each backend checks its own tighter budget when it lowers.
@@ -304,14 +304,16 @@ def store(dst: View, src: Tile, row=None, col=None):
 
 
 def mma(acc: Tile, a: Tile, b: Tile, ta: bool = False, tb: bool = False, accumulate: bool = True):
-    """acc += op(a) @ op(b) (acc = ... with accumulate=False). acc is f32; a, b bf16/f16."""
+    """acc += op(a) @ op(b) (acc = ... with accumulate=False). acc is f32; a, b both bf16, both f16, or
+    both one 8-bit float format (f8e4m3 or f8e4m3fnuz)."""
     _check_tile("mma", acc, ("reg",))
     _check_tile("mma", a, ("reg", "shared"))
     _check_tile("mma", b, ("reg", "shared"))
     if acc.dtype != f32:
         fail("mma", f"the accumulator must be f32, {acc.name} is {acc.dtype}")
-    if a.dtype not in MMA_INPUTS or a.dtype != b.dtype:
-        fail("mma", f"inputs must both be bf16 or both f16; got {a.name}: {a.dtype}, {b.name}: {b.dtype}")
+    if a.dtype not in MMA_INPUTS + MMA_INPUTS_FP8 or a.dtype != b.dtype:
+        fail("mma", f"inputs must both be bf16 or both f16 (or both one 8-bit float format); got {a.name}: {a.dtype}, "
+             f"{b.name}: {b.dtype}")
     m, ka = (a.cols, a.rows) if ta else (a.rows, a.cols)
     kb, n = (b.cols, b.rows) if tb else (b.rows, b.cols)
     if ka != kb or (m, n) != acc.shape:

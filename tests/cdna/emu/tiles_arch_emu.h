@@ -233,6 +233,7 @@ TILES_DEV u32x4 buffer_load_b128(rsrc_t r, u32 voff, u32 soff = 0) { u32x4 v; em
 TILES_DEV u32x2 buffer_load_b64(rsrc_t r, u32 voff, u32 soff = 0) { u32x2 v; emu_load<8>(r, voff + soff, &v); return v; }
 TILES_DEV u32 buffer_load_b32(rsrc_t r, u32 voff, u32 soff = 0) { u32 v; emu_load<4>(r, voff + soff, &v); return v; }
 TILES_DEV u16 buffer_load_b16(rsrc_t r, u32 voff, u32 soff = 0) { u16 v; emu_load<2>(r, voff + soff, &v); return v; }
+TILES_DEV void buffer_load_b128_async(u32x4& d, rsrc_t r, u32 voff, u32 soff = 0) { d = buffer_load_b128(r, voff, soff); }
 TILES_DEV void buffer_store_b128(u32x4 v, rsrc_t r, u32 voff, u32 soff = 0) { emu_store<16>(r, voff + soff, &v); }
 TILES_DEV void buffer_store_b64(u32x2 v, rsrc_t r, u32 voff, u32 soff = 0) { emu_store<8>(r, voff + soff, &v); }
 TILES_DEV void buffer_store_b32(u32 v, rsrc_t r, u32 voff, u32 soff = 0) { emu_store<4>(r, voff + soff, &v); }
@@ -258,8 +259,6 @@ TILES_DEV void buffer_load_lds_b128(rsrc_t r, u32 voff, u32 lds, u32 soff = 0) {
 }
 #endif
 
-TILES_HD int waitcnt_imm(int vm, int exp, int lgkm) { return (vm & 0xF) | ((vm >> 4) << 14) | ((exp & 0x7) << 4) | ((lgkm & 0xF) << 8); }
-inline constexpr int kVmMax = 63, kLgkmMax = 15;
 template <int N> TILES_DEV void wait_vmcnt() {}
 template <int N> TILES_DEV void wait_lgkmcnt() {}
 TILES_DEV void compiler_fence() {}

@@ -25,6 +25,7 @@ class CDNABackend(Backend):
     name = "cdna"
     include_dir = INCLUDE_DIR
     source_suffix = ".hip"
+    gemm_multiple = 8  # A and B are read in 16-byte vectors along K and N (lower.check_gemm_args)
 
     def available(self):
         return runtime.available()
@@ -43,6 +44,8 @@ class CDNABackend(Backend):
             return True  # lower_attention.py (8-wave ping-pong, S^T softmax)
         if kernel == "attention_bwd_dq":
             return True  # lower_attention.py (S^T / dP^T / dQ^T, register-prefetch pipeline)
+        if kernel == "attention_bwd_dkdv":
+            return True  # lower_attention.py (keys split over the waves; S / dP with queries in registers)
         from .lower_simt import SIMT_KERNELS
 
         return kernel == "gemm" or kernel in SIMT_KERNELS  # SIMT: lower_simt.py (kernels without mma)
@@ -58,6 +61,10 @@ class CDNABackend(Backend):
             from .lower_attention import default_tiles_bwd
 
             return default_tiles_bwd(arch or DEFAULT_ARCH, int(problem.get("D", 128)))
+        if kernel == "attention_bwd_dkdv":
+            from .lower_attention import default_tiles_dkdv
+
+            return default_tiles_dkdv(arch or DEFAULT_ARCH, int(problem.get("D", 128)))
         return {}
 
     def lower(self, kfn, *args, arch: Optional[str] = None, **kwargs):
@@ -75,15 +82,18 @@ class CDNABackend(Backend):
             from .lower_attention import CDNAAttentionBwdDqLowering
 
             return CDNAAttentionBwdDqLowering(k, arch).lower()
+        if kfn.name == "attention_bwd_dkdv":
+            from .lower_attention import CDNAAttentionBwdDkdvLowering
+
+            return CDNAAttentionBwdDkdvLowering(k, arch).lower()
         return CDNALowering(k, arch).lower()
 
-    def launch(self, kfn, *args, **kwargs) -> None:
-        ok, why = self.available()
-        if not ok:
-            raise BackendUnavailable(f"backend='cdna' is not available here: {why}")
-        from tiles.core import cache
+    def prepare(self, kfn, *args, arch: str, **kwargs):
+        """Lower for `arch`, check the arguments the lowering's contract needs and bind them:
+        (lowered, grid, argv) with argv as ctypes values; grid is None when there is nothing to run.
+        Shared by this backend's launch and by cdna-emu's."""
+        import ctypes
 
-        arch = self.arch()
         kwargs = {**self.config(kfn.name, arch, **kwargs), **kwargs}
         lowered = self.lower(kfn, *args, arch=arch, **kwargs)
         bound = kfn.bind(*args, **kwargs)
@@ -97,11 +107,37 @@ class CDNABackend(Backend):
             from .lower_attention import check_attention_bwd_dq_args
 
             check_attention_bwd_dq_args(*tensors.values(), D=int(kwargs["D"]))
+        elif kfn.name == "attention_bwd_dkdv":
+            from .lower_attention import check_attention_bwd_dkdv_args
+
+            check_attention_bwd_dkdv_args(*tensors.values(), D=int(kwargs["D"]))
         elif lowered.notes.get("lowering") != "simt":  # SIMT kernels bound-check every access
             A, B, C = (tensors[p.name] for p in lowered.kernel.params)
             check_gemm_args(A.shape[0], B.shape[1], A.shape[1], A.stride(0), B.stride(0), C.stride(0),
                             ptrs=(A.data_ptr(), B.data_ptr(), C.data_ptr()), strides_inner=(A.stride(1), B.stride(1), C.stride(1)),
                             elem_out=C.element_size())
+        # attention: the IR grid flattened to x (lowered.notes['launch_grid']) for the chiplet remap
+        grid = tuple(int(ir.evaluate(g, env)) for g in lowered.notes.get("launch_grid", lowered.kernel.grid))
+        argv = []
+        for kind, x in lowered.args:
+            if kind == "ptr":
+                argv.append(ctypes.c_void_p(tensors[x.name].data_ptr()))
+            elif kind in ("dim", "stride"):
+                argv.append(ctypes.c_int32(int(env[x.name])))
+            else:
+                argv.append(ctypes.c_float(float(env[x.name])))
+        return lowered, (grid if min(grid) > 0 else None), argv
+
+    def launch(self, kfn, *args, **kwargs) -> None:
+        ok, why = self.available()
+        if not ok:
+            raise BackendUnavailable(f"backend='cdna' is not available here: {why}")
+        from tiles.core import cache
+
+        arch = self.arch()
+        lowered, grid, argv = self.prepare(kfn, *args, arch=arch, **kwargs)
+        if grid is None:
+            return
         import tiles
 
         key = {"backend": "cdna", "source": runtime.flatten(lowered.source), "template_version": TEMPLATE_VERSION,
@@ -109,18 +145,4 @@ class CDNABackend(Backend):
                "compiler_version": f"hiprtc {runtime.hiprtc_version()}", "tiles_version": tiles.__version__}
         code = cache.get_or_build(key, lambda: runtime.compile_rtc(lowered.source, arch, lowered.entry), name=lowered.entry)
         kern = runtime.Kernel(code, lowered.entry)
-        # attention: the IR grid flattened to x (lowered.notes['launch_grid']) for the chiplet remap
-        grid = tuple(int(ir.evaluate(g, env)) for g in lowered.notes.get("launch_grid", lowered.kernel.grid))
-        if min(grid) <= 0:
-            return
-        argv = []
-        for kind, x in lowered.args:
-            if kind == "ptr":
-                import ctypes
-
-                argv.append(ctypes.c_void_p(tensors[x.name].data_ptr()))
-            elif kind in ("dim", "stride"):
-                argv.append(int(env[x.name]))
-            else:
-                argv.append(float(env[x.name]))
         kern.launch(grid, lowered.block, argv, stream=torch.cuda.current_stream().cuda_stream)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from tiles.core import ir
 from tiles.core.lowering import Lowered, Lowering, LoweringError, header_files
@@ -375,6 +375,10 @@ class CDNAAttentionLowering(Lowering):
         """a row origin of the IR's BM-row block, for this wave's MF rows"""
         return f"{self.expr(e)} + wrow"
 
+    def cols(self, e) -> str:
+        """a column origin of a (rows x BN) register tile, for the columns this wave holds (all of them)"""
+        return self.expr(e)
+
     def op(self, n: ir.Op) -> List[str]:
         c = f"// {ir.format_op(n)}"
         name = n.name
@@ -394,13 +398,13 @@ class CDNAAttentionLowering(Lowering):
             return out(f"{name}({n.outs[0].name}, {n.ins[0].name}, {n.ins[1].name});")
         if name == "mask_cols":
             a = n.attrs
-            return out(f"mask_cols({n.outs[0].name}, {self.expr(a['col0'])}, {self.expr(a['limit'])}, {self.fexpr(a['value'])});")
+            return out(f"mask_cols({n.outs[0].name}, {self.cols(a['col0'])}, {self.expr(a['limit'])}, {self.fexpr(a['value'])});")
         if name == "mask_rows":
             a = n.attrs
             return out(f"mask_rows({n.outs[0].name}, {self.rows(a['row0'])}, {self.expr(a['limit'])}, {self.fexpr(a['value'])});")
         if name == "mask_causal":
             a = n.attrs
-            return out(f"mask_causal({n.outs[0].name}, {self.rows(a['row0'])}, {self.expr(a['col0'])}, {self.expr(a['offset'])}, "
+            return out(f"mask_causal({n.outs[0].name}, {self.rows(a['row0'])}, {self.cols(a['col0'])}, {self.expr(a['offset'])}, "
                        f"{self.fexpr(a['value'])});")
         if name == "fill_where":
             a = n.attrs
@@ -554,17 +558,26 @@ class CDNAAttentionLowering(Lowering):
             prologue=prologue, clusters=clusters, stop=stop, loop_index=self.sym_name(loop.index),
             q_row=self.rows(g["lq"].attrs["row"]), q_name=q, H=self.sym_name(Q.dims[2]), Hkv=self.sym_name(K.dims[2]),
             conflicts=cfg.conflicts(), swk=cfg.swizzle_k, swv=cfg.swizzle_v, mfma=cfg.mfma.mnemonic(dt))
+        return self._lowered(cfg, source, TEMPLATE_VERSION, sched.name, [Q, K, V], [O, L], schedule_obj=sched)
+
+    def _lowered(self, cfg, source: str, template_version: str, schedule: str, inputs, outputs, **notes) -> Lowered:
+        """The Lowered of an attention kernel: 512 threads, the IR grid flattened to x (the template remaps it),
+        and the run-time contract (``requires``; check_attention*_args raise it as ValueErrors)."""
+        G = self.k.grid
         flat = ir.Bin("*", ir.Bin("*", ir.as_expr(G[0]), ir.as_expr(G[1])), ir.as_expr(G[2]))
-        requires = [f"{p.name}.stride{p.rank - 1} == 1" for p in (Q, K, V, O, L)] + [
-            f"{Q.name}.shape3 == {K.name}.shape3 == {V.name}.shape3 == {O.name}.shape3 == D ({cfg.D})",
-            "row strides (stride1) of Q, K, V multiples of 8 elements; Q, K, V 16-byte aligned",
+        Q, K = inputs[0], inputs[1]
+        tiles = [p for p in inputs + outputs if p.rank == 4]
+        requires = [f"{p.name}.stride{p.rank - 1} == 1" for p in inputs + outputs] + [
+            f"head dims of {', '.join(p.name for p in tiles)} == D ({cfg.D})",
+            f"row strides (stride1) of {', '.join(p.name for p in inputs if p.rank == 4)} multiples of 8 elements; "
+            f"16-byte aligned",
             f"{Q.name}.shape2 % {K.name}.shape2 == 0 (GQA groups)",
             "each (batch, head) view spans < 2 GiB (32-bit buffer offsets)"]
-        return Lowered(kernel=self.k, backend="cdna", arch=self.arch, entry=name, source=source, block=(THREADS, 1, 1),
-                       shared_bytes=0, args=args, headers=header_files(INCLUDE_DIR),
-                       notes={"config": cfg, "schedule": sched.name, "schedule_obj": sched, "lds_bytes": cfg.lds_bytes,
+        return Lowered(kernel=self.k, backend="cdna", arch=self.arch, entry=self.entry_name(cfg), source=source,
+                       block=(THREADS, 1, 1), shared_bytes=0, args=self.launch_args(), headers=header_files(INCLUDE_DIR),
+                       notes={"config": cfg, "schedule": schedule, "lds_bytes": cfg.lds_bytes,
                               "launch_grid": (flat, ir.Const(1), ir.Const(1)), "requires": requires,
-                              "template_version": TEMPLATE_VERSION, "conflicts": cfg.conflicts()})
+                              "template_version": template_version, "conflicts": cfg.conflicts(), **notes})
 
     def _with(self, subst: Dict[str, str], fn):
         old = self.subst
@@ -869,17 +882,7 @@ class CDNAAttentionBwdDqLowering(CDNAAttentionLowering):
             row_vn=row_v("kb_next"), q_row=self.rows(g["lq"].attrs["row"]), do_row=self.rows(g["ldo"].attrs["row"]),
             q_name=_cxx_names([g["q"].name])[0], do_name=_cxx_names([g["do"].name])[0], H=self.sym_name(Q.dims[2]), Hkv=self.sym_name(K.dims[2]),
             conflicts=cfg.conflicts(), swk=cfg.swizzle_k, swkt=cfg.swizzle_kt, mfma=cfg.mfma.mnemonic(dt))
-        flat = ir.Bin("*", ir.Bin("*", ir.as_expr(G[0]), ir.as_expr(G[1])), ir.as_expr(G[2]))
-        requires = [f"{p.name}.stride{p.rank - 1} == 1" for p in (Q, K, V, dO, L, Delta, dQ)] + [
-            f"head dims of {Q.name}, {K.name}, {V.name}, {dO.name}, {dQ.name} == D ({cfg.D})",
-            "row strides (stride1) of Q, K, V, dO multiples of 8 elements; 16-byte aligned",
-            f"{Q.name}.shape2 % {K.name}.shape2 == 0 (GQA groups)",
-            "each (batch, head) view spans < 2 GiB (32-bit buffer offsets)"]
-        return Lowered(kernel=self.k, backend="cdna", arch=self.arch, entry=name, source=source, block=(THREADS, 1, 1),
-                       shared_bytes=0, args=args, headers=header_files(INCLUDE_DIR),
-                       notes={"config": cfg, "schedule": "pipelined2-register-prefetch", "lds_bytes": cfg.lds_bytes,
-                              "launch_grid": (flat, ir.Const(1), ir.Const(1)), "requires": requires,
-                              "template_version": BWD_TEMPLATE_VERSION, "conflicts": cfg.conflicts()})
+        return self._lowered(cfg, source, BWD_TEMPLATE_VERSION, "pipelined2-register-prefetch", [Q, K, V, dO, L, Delta], [dQ])
 
 
 def check_attention_bwd_dq_args(q, k, v, do, lse, delta, dq, D: int) -> None:
@@ -891,3 +894,388 @@ def check_attention_bwd_dq_args(q, k, v, do, lse, delta, dq, D: int) -> None:
         raise ValueError("cdna attention_bwd_dq: one head of do spans >= 2 GiB (buffer offsets are 32-bit)")
     if delta.stride(-1) != 1:
         raise ValueError("cdna attention_bwd_dq: delta must be contiguous in the sequence dimension")
+
+
+# ============================================================================= backward: dK, dV
+# ``attention_bwd_dkdv``: one key block (BN keys) of one KV head per work-group; it loops over the query heads
+# of its GQA group and, inside, over the query blocks that can see it (causal: from the kernel's `first`).
+# The two loops are flattened into one (t -> group member t / nq, query block first + t % nq) so that the
+# register prefetch of Pipelined(stages=2) runs across the head boundary too.
+# The 8 waves split the KEYS: wave w owns keys [w*MF, w*MF + MF) of the block (MF = BN / 8 = 16), keeps
+# them as MFMA operands in registers (K and V read once, straight from global) and accumulates its rows
+# of dK and dV; every wave reads the whole query block from LDS. The contraction of dV += P^T dO and
+# dK += dS^T Q runs over the queries, so P^T and dS^T must have the queries in the MFMA's k position:
+#   mma(s, q, kt, tb=True)   -> S  = Q K_w^T  (Q read from LDS in key_perm row order: A operand; K_w: B)
+#                               s is an rt_rp: queries in the accumulator's registers (permuted), one key
+#                               per lane, so cast(p, s) is register-only and gives P^T as an operand with
+#                               k = queries; L and Delta are lane-spread vectors (rv_lane: one value per
+#                               lane; sub_row fetches each register's value with a shuffle)
+#   mma(dv, p, do, ta=True)  -> dV^T += dO^T P   (dO^T from a transposed LDS tile; P^T the B operand)
+#   mma(dp, do, vt, tb=True) -> dP = dO V_w^T   (dO in key_perm row order, like Q)
+#   mma(dk, dsp, q, ta=True) -> dK^T += Q^T dS   (Q^T from a transposed LDS tile)
+# dk, dv are held as dK^T, dV^T (rt_t<MF, D, MF, false>): stores are 8/16-byte row vectors of dK, dV.
+# LDS (one buffer): Q and dO as loaded (BM x D) and transposed (D x BM), all four written from ONE
+# transposing stage per tensor (store_stage_t and store_stage_t_rows); 4 x BM x D x 2 bytes.
+
+BWD_DKDV_TEMPLATE_VERSION = "cdna-attention-bwd-dkdv-1"
+
+
+def default_tiles_dkdv(arch: str, D: int) -> Dict[str, int]:
+    """BN = 8 waves x 16 keys; BM the query block whose Q (and dO) tile is one transposed 2-row vector pair per
+    thread of one wave half (BM x D = 4096): 32 at D = 128, 64 at D = 64. Registers: K, V, dK, dV of the
+    wave's keys stay resident (3 D / 4 per lane: 96 at D = 128), which leaves room for only this much of S,
+    dP and the staged loads at 2 waves per SIMD (measured: 174-244 VGPRs, no spills). LDS: 32 KiB."""
+    return {"BM": 32 if D >= 128 else 64, "BN": 128}
+
+
+STAGE_THREADS = THREADS // 2  # the Q stage is loaded by waves 0-3, the dO stage by waves 4-7
+
+
+def stage_rows_write_addrs(kt: int, row_bytes: int, kr: int, sw: layouts.Swizzle, q: int, wave: int) -> List[int]:
+    """ds_write_b128 of load.h store_stage_t_rows: thread t holds kr whole rows (k-group t % (kt/kr)) of one
+    8-wide column vector (t // (kt/kr)); this is the write of its row q."""
+    groups = kt // kr
+    out = []
+    for lane in range(layouts.WAVE):
+        t = wave * layouts.WAVE + lane
+        out.append(sw.offset((t % groups) * kr + q, (t // groups) * 8, row_bytes))
+    return out
+
+
+def q_conflicts(arch: str, mf: int, BM: int, D: int, kr: int, sw: layouts.Swizzle) -> Dict[str, int]:
+    """The BM x D Q / dO tiles: key_perm operand reads (as K's in the forward) and the stage-rows writes."""
+    res = {"read_b128": k_conflicts(arch, mf, D, BM, sw, True)["read_b128"], "write_b128": 0}
+    wr = layouts.BANK_MODELS[(arch, "ds_write_b128")]
+    for w in range(STAGE_THREADS // layouts.WAVE):
+        for q in range(kr):
+            res["write_b128"] = max(res["write_b128"], layouts.bank_conflicts(stage_rows_write_addrs(BM, 2 * D, kr, sw, q, w), wr))
+    return res
+
+
+def qt_conflicts(arch: str, mf: int, BM: int, D: int, kr: int, sw: layouts.Swizzle) -> Dict[str, int]:
+    """The D x BM Q^T / dO^T tiles: operand reads (rows = d) and store_stage_t's transposed writes."""
+    row_bytes = 2 * BM
+    rd = layouts.BANK_MODELS[(arch, "ds_read_b128")]
+    tw = layouts.BANK_MODELS[(arch, {2: "ds_write_b32", 4: "ds_write_b64"}[kr])]
+    res = {"read_b128": 0, f"write_b{16 * kr}_T": 0}
+    for rb in range(D // mf):
+        for slab in range(BM // layouts.Logical(mf).kslab):
+            res["read_b128"] = max(res["read_b128"], layouts.bank_conflicts(layouts.mfma_read_addrs(mf, row_bytes, sw, rb, slab), rd))
+    for w in range(STAGE_THREADS // layouts.WAVE):
+        for e in range(8):
+            res[f"write_b{16 * kr}_T"] = max(res[f"write_b{16 * kr}_T"],
+                                             layouts.bank_conflicts(layouts.transposed_write_addrs(row_bytes, kr, sw, e, w), tw))
+    return res
+
+
+@dataclass(frozen=True)
+class BwdDkdvConfig(_AttnTiles):
+    """mf: keys per wave (BN / 8); kr: rows per thread of the transposing Q / dO stage."""
+
+    @property
+    def mf(self) -> int:
+        return self.BN // WAVES
+
+    @property
+    def kr(self) -> int:
+        return self.BM * self.D // (8 * STAGE_THREADS)
+
+    @property
+    def loads(self) -> int:  # buffer_load_dwordx4 per thread per query tile (Q in waves 0-3, dO in waves 4-7)
+        return self.kr
+
+    @property
+    def lds_bytes(self) -> int:
+        return 4 * 2 * self.BM * self.D
+
+    @property
+    def swizzle_q(self) -> layouts.Swizzle:
+        return _best(layouts.candidate_swizzles(), lambda sw: q_conflicts(self.arch, self.mf, self.BM, self.D, self.kr, sw))[0]
+
+    @property
+    def swizzle_qt(self) -> layouts.Swizzle:
+        return _best(layouts.candidate_swizzles(), lambda sw: qt_conflicts(self.arch, self.mf, self.BM, self.D, self.kr, sw))[0]
+
+    def conflicts(self) -> Dict[str, int]:
+        q = q_conflicts(self.arch, self.mf, self.BM, self.D, self.kr, self.swizzle_q)
+        t = qt_conflicts(self.arch, self.mf, self.BM, self.D, self.kr, self.swizzle_qt)
+        return {**{"Q_" + a: b for a, b in q.items()}, **{"QT_" + a: b for a, b in t.items()}}
+
+    @property
+    def mfma_per_tile(self) -> Dict[str, int]:
+        """hardware MFMAs per wave per query tile"""
+        s, t = self._mfmas(self.BM, self.D), self._mfmas(self.D, self.BM)
+        return {"S": s, "dP": s, "dV": t, "dK": t}
+
+    def chunk(self, rows: int) -> Tuple[int, int]:
+        """an A operand of `rows` rows streams from LDS in (up to 64 rows x one k-slab) chunks"""
+        return min(rows, 64), layouts.Logical(self.mf).kslab
+
+    def lgkm_chunk(self, rows: int) -> int:
+        """lgkmcnt that retires chunk c while chunk c+1's reads (one ds_read_b128 per MF rows) stay in flight"""
+        reads = self.chunk(rows)[0] // self.mf
+        order = [f"c{c}.{r}" for c in (0, 1) for r in range(reads)]
+        return sch.waitcnt_for(order, order[:reads])
+
+    def load_order(self, half: int) -> List[str]:
+        """the buffer loads in flight at the top of an iteration in wave half 0 (Q) / 1 (dO), oldest first"""
+        return [f"{('Q', 'dO')[half]}{i}" for i in range(self.loads)]
+
+    def waits(self) -> Dict[str, int]:
+        """vmcnt before writing each tensor's tiles to LDS (schedule.waitcnt_for over load_order)"""
+        return {x: sch.waitcnt_for(self.load_order(h), self.load_order(h)) for h, x in enumerate(("Q", "dO"))}
+
+
+def check_dkdv_config(c: BwdDkdvConfig, registers: bool = True) -> None:
+    what = "cdna attention_bwd_dkdv"
+    if c.arch not in layouts.ARCHS:
+        raise LoweringError(f"{what}: arch {c.arch!r}; supported {layouts.ARCHS}")
+    if c.BN != 128:
+        raise LoweringError(f"{what}: BN must be 8 waves x 16 keys (128), got {c.BN}")
+    if c.D not in (64, 128):
+        raise LoweringError(f"{what}: D must be 64 or 128, got {c.D}")
+    if c.BM % 32 or c.BM * c.D % (8 * STAGE_THREADS) or c.kr not in (2, 4):
+        raise LoweringError(f"{what}: BM must be a multiple of 32 with BM*D = 8*256*kr, kr in 2, 4 (one transposed "
+                            f"vector group per thread of a wave half); got BM={c.BM}, D={c.D}")
+    if c.lds_bytes > LDS_LIMIT[c.arch]:
+        raise LoweringError(f"{what}: LDS: Q, dO and their transposes ({c.BM}x{c.D}) need {c.lds_bytes} bytes; "
+                            f"{c.arch} has {LDS_LIMIT[c.arch]} (use {default_tiles_dkdv(c.arch, c.D)})")
+    if registers and (c.BM, c.D) not in ((32, 128), (64, 64)):
+        raise LoweringError(f"{what}: BM={c.BM}, D={c.D} is not a measured spill-free tile (registers); use "
+                            f"{default_tiles_dkdv(c.arch, c.D)}")
+
+
+class CDNAAttentionBwdDkdvLowering(CDNAAttentionBwdDqLowering):
+    """IR -> HIP for ``attention_bwd_dkdv``; the non-mma IR ops go through the forward's ``op`` one by one,
+    with this kernel's wave split (rows: all BM queries; columns: the wave's MF keys)."""
+
+    def rows(self, e) -> str:
+        return self.expr(e)
+
+    def cols(self, e) -> str:
+        return f"{self.expr(e)} + wkey"
+
+    def match(self) -> Dict:
+        k = self.k
+        if len(k.params) != 8 or [p.rank for p in k.params] != [4, 4, 4, 4, 3, 3, 4, 4] or len(k.scalars) != 1:
+            self._fail("expected Q, K, V, dO (B, S, H, D), L, Delta (B, H, S), dK, dV (B, S, Hkv, D) and one float scale")
+        Q, K, V, dO, L, Delta, dK, dV = k.params
+        if Q.dtype.name not in ("bf16", "f16") or any(x.dtype != Q.dtype for x in (K, V, dO)):
+            raise LoweringError("cdna attention_bwd_dkdv: Q, K, V, dO must share bf16 or f16")
+        if any(x.dtype.name not in ("bf16", "f16", "f32") for x in (dK, dV)) or dK.dtype != dV.dtype or \
+                L.dtype.name != "f32" or Delta.dtype.name != "f32":
+            raise LoweringError("cdna attention_bwd_dkdv: dK, dV must both be bf16, f16 or f32; L and Delta f32")
+        loops = [n for n in k.body if isinstance(n, ir.Loop)]
+        if len(loops) != 1 or loops[0].pipelined or len(loops[0].body) != 1 or not isinstance(loops[0].body[0], ir.Loop) \
+                or not loops[0].body[0].pipelined or self.expr(loops[0].start) != "0":
+            self._fail("expected one k.range loop (the query heads of the group) around one k.pipeline loop")
+        gloop, loop = loops[0], loops[0].body[0]
+        pre, post = k.body[:k.body.index(gloop)], k.body[k.body.index(gloop) + 1:]
+        if len(pre) < 3 or [n.name for n in pre[:3]] != ["load_async", "load_async", "wait"] or \
+                set(pre[2].attrs["tokens"]) != {pre[0].attrs["token"], pre[1].attrs["token"]}:
+            self._fail("the kernel must start with wait(load_async(kt, K[...]), load_async(vt, V[...]))")
+        lk, lv = pre[0], pre[1]
+        if lk.ins[0].param is not K or lv.ins[0].param is not V:
+            self._fail("kt must come from K and vt from V")
+        kt, vt = lk.outs[0], lv.outs[0]
+        body = list(loop.body)
+        if any(isinstance(n, ir.Loop) for n in body) or [n.name for n in body[:3]] != ["load_async", "load_async", "wait"]:
+            self._fail("the query loop body must start with load_async(q), load_async(do), wait(both)")
+        lq, ldo, w = body[:3]
+        if set(w.attrs["tokens"]) != {lq.attrs["token"], ldo.attrs["token"]} or lq.ins[0].param is not Q or \
+                ldo.ins[0].param is not dO:
+            self._fail("the query loop loads q from Q and do from dO and waits for both")
+        q, do = lq.outs[0], ldo.outs[0]
+        rest = body[3:]
+        nload = next((i for i, n in enumerate(rest) if n.name != "load"), len(rest))
+        vloads, rest = rest[:nload], rest[nload:]
+        for n in vloads:
+            if n.outs[0].kind != "vec" or n.ins[0].param not in (L, Delta):
+                self._fail("the query loop body loads only the row vectors L[...] and Delta[...], right after its wait")
+        if any(n.name in ("load_async", "wait", "load", "store") for n in rest):
+            self._fail("between the loads and the mmas only register ops may appear")
+        mm = [n for n in rest if n.name == "mma"]
+        if len(mm) != 4:
+            self._fail("the query loop body must have four mmas (S, dV, dP, dK)")
+        role = {}
+        for n in mm:
+            a, b, at = n.ins[0], n.ins[1], n.attrs
+            if n.ins == [q, kt] and at.get("tb") and not at.get("ta") and not at.get("accumulate", True):
+                role["S"] = n
+            elif n.ins == [do, vt] and at.get("tb") and not at.get("ta") and not at.get("accumulate", True):
+                role["dP"] = n
+            elif b is do and at.get("ta") and not at.get("tb") and at.get("accumulate", True):
+                role["dV"] = n
+            elif b is q and at.get("ta") and not at.get("tb") and at.get("accumulate", True):
+                role["dK"] = n
+        if set(role) != {"S", "dP", "dV", "dK"}:
+            self._fail("the mmas must be mma(s, q, kt, tb=True, accumulate=False), mma(dv, p, do, ta=True), "
+                       "mma(dp, do, vt, tb=True, accumulate=False) and mma(dk, dsp, q, ta=True)")
+        s, dp = role["S"].outs[0], role["dP"].outs[0]
+        p, dv, dsp, dk = role["dV"].ins[0], role["dV"].outs[0], role["dK"].ins[0], role["dK"].outs[0]
+        if any(n.name in ("load_async", "wait", "mma", "load") for n in post) or \
+                any(n.name in ("load_async", "wait", "mma", "load", "store") for n in pre[3:]):
+            self._fail("before/after the loops only register ops and stores may appear")
+        D = k.constexprs.get("D")
+        BM, BN = q.rows, kt.rows
+        for t, shp in ((q, (BM, D)), (do, (BM, D)), (kt, (BN, D)), (vt, (BN, D)), (s, (BM, BN)), (dp, (BM, BN)),
+                       (p, (BM, BN)), (dsp, (BM, BN)), (dk, (BN, D)), (dv, (BN, D))):
+            if t.shape != shp:
+                self._fail(f"tile {t.name} is {t.shape}, expected {shp}")
+        casts = [n for n in rest if n.name == "cast"]
+        for n in casts:
+            if n.ins[0].kind != "reg" or n.ins[0].shape != (BM, BN) or n.outs[0].shape != (BM, BN):
+                self._fail(f"cast({n.outs[0].name}, {n.ins[0].name}) has no register-only CDNA form")
+        if {id(n.outs[0]) for n in casts} != {id(p), id(dsp)}:
+            self._fail("p and dsp (the dV and dK mmas' operands) must be casts of register tiles")
+        for t in k.tiles:
+            if t.kind == "reg" and t not in (dk, dv) and t.shape != (BM, BN):
+                self._fail(f"register tile {t.name} must be a (query block x key block) tile")
+            if t.kind == "vec" and (t.shape[0] != BM or t.axis != "row"):
+                self._fail(f"vector {t.name} must have one value per query of the block")
+            if t.kind == "shared" and t not in (q, do, kt, vt):
+                self._fail(f"unexpected shared tile {t.name}")
+        return dict(Q=Q, K=K, V=V, dO=dO, L=L, Delta=Delta, dK=dK, dV=dV, q=q, do=do, kt=kt, vt=vt, s=s, dp=dp, p=p,
+                    dsp=dsp, dk=dk, dv=dv, gloop=gloop, loop=loop, lk=lk, lv=lv, lq=lq, ldo=ldo, vloads=vloads,
+                    role=role, pre=pre[3:], rest=rest, post=post, D=D, BM=BM, BN=BN, o=None)
+
+    # ------------------------------------------------------------ op translation
+    def op(self, n: ir.Op) -> List[str]:
+        c = f"// {ir.format_op(n)}"
+        g = self.g
+        if n.name == "cast":
+            return [c, f"cast<T_IN>({n.outs[0].name}, {n.ins[0].name});  // registers only: the key_perm query order of "
+                       f"the accumulator is the operand's k order"]
+        if n.name == "load":
+            return [c, f"load_vec({n.outs[0].name}, {self.viewname[id(n.ins[0])]}, {self.expr(n.attrs['row'])});"
+                       f"  // lane l: query row + l (one buffer_load_dword per 64 queries)"]
+        if n.name == "store":
+            src, v = n.ins
+            if src is not g["dk"] and src is not g["dv"]:
+                raise LoweringError(f"cdna attention_bwd_dkdv: store of {src.name}: only dk and dv are stored")
+            return [c, f"store<T_OUT>({self.viewname[id(v)]}, {src.name}, {self.expr(n.attrs['row'])} + wkey, "
+                       f"{self.expr(n.attrs['col'])});  // this wave's {self.cfg.mf} keys: row vectors of dK / dV"]
+        if n.name == "mma":
+            cfg = self.cfg
+            mn, per = cfg.mfma.mnemonic(cfg.dtype), cfg.mfma_per_tile
+            q, do = g["q"].name, g["do"].name  # ops() renames C++ keywords (do -> do_)
+            fence = "arch::sched_barrier<0>();  // the operand reads stay here: no hoisting past the VALU work (registers)"
+            out, a = n.outs[0].name, n.ins[0].name
+            rows = cfg.BM if n is g["role"]["S"] or n is g["role"]["dP"] else cfg.D
+            (cr, ck), lgkm = cfg.chunk(rows), cfg.lgkm_chunk(rows)
+            stream = lambda st, perm, lds, b: (f"mma_ABt_lds<{st}, {perm}, {cr}, {ck}, {lgkm}, T_IN>({out}, {lds}, {b});")
+            chunks = f"streamed from LDS in {cr}x{ck} chunks (lgkmcnt({lgkm}): the next chunk in flight)"
+            if n is g["role"]["S"]:
+                return [c, fence, f"// S = Q K_w^T: {per['S']} x {mn}; Q {chunks}, rows in key_perm order",
+                        f"zero({out});", stream("SQ", "true", "lds_q", g["kt"].name + "_op")]
+            if n is g["role"]["dP"]:
+                return [c, fence, f"// dP = dO V_w^T: {per['dP']} x {mn}; dO {chunks}, rows in key_perm order",
+                        f"zero({out});", stream("SQ", "true", "lds_do", g["vt"].name + "_op")]
+            if n is g["role"]["dV"]:
+                return [c, fence, f"// dV^T += dO^T P: {per['dV']} x {mn}; dO^T {chunks}", stream("SQT", "false", "lds_dot", a)]
+            if n is g["role"]["dK"]:
+                return [c, fence, f"// dK^T += Q^T dS: {per['dK']} x {mn}; Q^T {chunks}", stream("SQT", "false", "lds_qt", a)]
+        return super().op(n)
+
+    def decls(self) -> List[str]:
+        g = self.g
+        mf, BN = self.cfg.mf, g["BN"]
+        casts = {id(g["p"]), id(g["dsp"])}
+        lines = []
+        for t in self.k.tiles:
+            if t is g["q"] or t is g["do"]:
+                lines.append(f"// {t.name}: {t.type_str()} -> LDS tiles as loaded (A operand of {'S' if t is g['q'] else 'dP'}) "
+                             f"and transposed (A operand of {'dK^T' if t is g['q'] else 'dV^T'}), streamed by mma_ABt_lds")
+            elif t is g["kt"] or t is g["vt"]:
+                lines.append(f"rt_op<MF, D, MF> {t.name}_op;  // {t.name}: {t.type_str()} -> this wave's {mf} keys, B operand "
+                             f"of {'S' if t is g['kt'] else 'dP'}, in registers for the whole kernel")
+            elif t.kind == "reg" and id(t) in casts:
+                if t.dtype.name == "f32":
+                    raise LoweringError(f"cdna attention_bwd_dkdv: cast target {t.name} must be 16-bit")
+                lines.append(f"rt_op<MF, BM, MF> {t.name};  // {t.name}: {t.type_str()} -> its transpose for this wave's keys, "
+                             f"B operand (k = queries)")
+            elif t.kind == "reg":
+                if t.dtype.name != "f32":
+                    raise LoweringError(f"cdna attention_bwd_dkdv: register tile {t.name} must be f32")
+                if t is g["dk"] or t is g["dv"]:
+                    lines.append(f"rt_t<MF, D, MF, false> {t.name};  // {t.name}: {t.type_str()} -> this wave's {mf} keys, "
+                                 f"held as the {t.name}^T accumulator (D x {mf})")
+                elif t.cols == BN:
+                    lines.append(f"rt_rp<BM, MF, MF> {t.name};  // {t.name}: {t.type_str()} -> the wave's {mf} key columns: "
+                                 f"accumulator with queries in registers (key_perm order), one key per lane")
+                else:
+                    raise LoweringError(f"cdna attention_bwd_dkdv: register tile {t.name} {t.shape} has no CDNA layout here")
+            elif t.kind == "vec":
+                lines.append(f"rv_lane<BM, MF> {t.name};  // {t.name}: {t.type_str()} -> spread over the lanes (BM / 64 "
+                             f"registers); row ops shuffle each register's value in")
+        return lines
+
+    def lower(self) -> Lowered:
+        g = self.g = self.match()
+        Q, K, V, dO, L, Delta, dK, dV = (g[x] for x in ("Q", "K", "V", "dO", "L", "Delta", "dK", "dV"))
+        cfg = self.cfg = BwdDkdvConfig(self.arch, Q.dtype.name, dK.dtype.name, g["D"], g["BM"], g["BN"],
+                                       bool(self.k.constexprs.get("causal")))
+        check_dkdv_config(cfg, self.check_registers)
+        gloop, loop = g["gloop"], g["loop"]
+        for n in (g["lk"], g["lv"], g["lq"], g["ldo"]):
+            if self.expr(n.attrs["col"]) != "0":
+                self._fail("tiles span the whole head dimension (col=0)")
+        for n in (g["lk"], g["lv"]):
+            if any(s.kind == "loop" for x in n.ins[0].index if x is not None for s in _syms(x)):
+                self._fail("the K/V views may not depend on a loop index")
+        gi, qi = gloop.index.name, loop.index.name
+        if any(s.name == qi for x in list(g["lq"].ins[0].index) + list(g["ldo"].ins[0].index) if x is not None for s in _syms(x)):
+            self._fail("the Q/dO views may depend on the head loop only (the query block is the row)")
+        self.viewname = {}
+        views, loop_views, next_views = [], [], []
+        ob = {"f32": 4, "bf16": 2, "f16": 2}[dK.dtype.name]
+        for nm, v in (("gK", g["lk"].ins[0]), ("gV", g["lv"].ins[0])):
+            self.viewname[id(v)] = nm
+            views.append(f"const gview<2> {nm} = {self.view(v, 2)};  // {v.text()}")
+        for n in g["post"]:
+            if n.name == "store":
+                v = n.ins[1]
+                nm = "gdK" if v.param is dK else "gdV" if v.param is dV else self._fail(f"store to {v.text()}")
+                self.viewname[id(v)] = nm
+                views.append(f"const gview<{ob}> {nm} = {self.view(v, ob)};  // {v.text()}")
+        if sorted(self.viewname.values()) != ["gK", "gV", "gdK", "gdV"]:
+            self._fail("expected stores to dK[...] and dV[...] after the loops")
+        for n in g["vloads"]:  # per group member: views at the current head
+            v = n.ins[0]
+            nm = "gL" if v.param is L else "gDelta"
+            self.viewname[id(v)] = nm
+            loop_views.append(f"const gview<4> {nm} = {self.view(v, 4)};  // {v.text()}")
+        nxt = {gi: "g_next"}
+        for nm, n in (("gQ_next", g["lq"]), ("gdO_next", g["ldo"])):
+            v = n.ins[0]
+            next_views.append(self._with(nxt, lambda: f"const gview<2> {nm} = {self.view(v, 2)};  // {v.text()}, next tile"))
+        row_q = self._with({qi: "i_next"}, lambda: self.expr(g["lq"].attrs["row"]))
+        row_do = self._with({qi: "i_next"}, lambda: self.expr(g["ldo"].attrs["row"]))
+        args = self.launch_args()
+        arg_decls = self.arg_decls(
+            args, lambda x: "const float" if x is L or x is Delta else "float" if (x in (dK, dV) and dK.dtype.name == "f32")
+            else "u16" if x in (dK, dV) else "const u16")
+        name = self.entry_name(cfg)
+        G = self.k.grid
+        waits = cfg.waits()
+        if waits["Q"] != waits["dO"]:
+            raise LoweringError(f"cdna attention_bwd_dkdv: the Q and dO wave halves need different waits {waits}")
+        source = self.env.get_template("attention_bwd_dkdv.hip.j2").render(
+            cfg=cfg, name=name, ir_text=self.k.text(), template_version=BWD_DKDV_TEMPLATE_VERSION, arg_decls=arg_decls,
+            grid=[self.expr(x) for x in G], views=views, loop_views=loop_views, next_views=next_views,
+            decls=_cxx_names(self.decls()), pre_ops=self.ops(g["pre"]), vec_ops=self.ops(g["vloads"]),
+            body_ops=self.ops(g["rest"]), post_ops=self.ops(g["post"]), q_start=self.expr(loop.start),
+            q_stop=self.expr(loop.stop), n_group=self.expr(gloop.stop), g_index=self.sym_name(gloop.index),
+            q_index=self.sym_name(loop.index), row_q=row_q, row_do=row_do, row_k=self.expr(g["lk"].attrs["row"]),
+            row_v=self.expr(g["lv"].attrs["row"]), kt_name=g["kt"].name, vt_name=g["vt"].name,
+            wait_q=waits["Q"], wait_do=waits["dO"], load_order=[" ".join(cfg.load_order(h)) for h in (0, 1)],
+            conflicts=cfg.conflicts(), swq=cfg.swizzle_q, swqt=cfg.swizzle_qt, mfma=cfg.mfma.mnemonic(cfg.dtype))
+        return self._lowered(cfg, source, BWD_DKDV_TEMPLATE_VERSION, "pipelined2-register-prefetch",
+                             [Q, K, V, dO, L, Delta], [dK, dV], waits=waits)
+
+
+def check_attention_bwd_dkdv_args(q, k, v, do, lse, delta, dk, dv, D: int) -> None:
+    """The run-time contract of the lowered attention_bwd_dkdv (Lowered.notes['requires']), as ValueErrors."""
+    check_attention_bwd_dq_args(q, k, v, do, lse, delta, dk, D)
+    if dv.stride(-1) != 1 or dv.shape[-1] != D or dk.shape != k.shape or dv.shape != v.shape:
+        raise ValueError("cdna attention_bwd_dkdv: dk, dv must have K's / V's shape and a contiguous head dimension D")

@@ -17,15 +17,17 @@ from .gemm_probe import INCLUDE_DIR
 _INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.M)
 
 
-def flatten(source: str, include_dir: str = INCLUDE_DIR) -> str:
+def flatten(source: str, include_dir=INCLUDE_DIR) -> str:
     """The source with our own ``#include "tiles/..."`` headers inlined once each (``#pragma once`` honoured),
-    so hiprtc receives one self-contained string and the kernel cache key covers every header byte."""
+    so hiprtc receives one self-contained string and the kernel cache key covers every header byte.
+    `include_dir` may be a list of directories, searched in order."""
     seen = set()
+    dirs = [include_dir] if isinstance(include_dir, (str, os.PathLike)) else list(include_dir)
 
     def expand(text: str, cur_dir: str) -> str:
         def repl(m):
             name = m.group(1)
-            for base in (cur_dir, include_dir):
+            for base in (cur_dir, *dirs):
                 path = os.path.normpath(os.path.join(base, name))
                 if os.path.isfile(path):
                     break
@@ -39,7 +41,7 @@ def flatten(source: str, include_dir: str = INCLUDE_DIR) -> str:
 
         return _INCLUDE_RE.sub(repl, text)
 
-    return expand(source, include_dir)
+    return expand(source, dirs[0])
 
 
 def _modules():

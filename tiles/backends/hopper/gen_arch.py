@@ -17,6 +17,10 @@ BEGIN = "// BEGIN GENERATED wgmma (gen_arch.py)\n"
 END = "// END GENERATED wgmma\n"
 NS = (16, 32, 64, 128, 256)  # wgmma N values tiles uses (PTX allows every multiple of 8 up to 256)
 TYPES = (("bf16", ".bf16.bf16"), ("f16", ".f16.f16"))
+# 8-bit inputs: k32 per instruction, both operands K-major in shared memory (the fp8 forms have no
+# transpose immediates), so only wgmma_ss<N, fp8e4m3, 0, 0> exists.
+FP8_NS = (64, 128, 256)
+FP8_TYPES = (("fp8e4m3", ".e4m3.e4m3"),)
 
 
 def _regs(first: int, count: int) -> str:
@@ -54,6 +58,19 @@ def generate() -> str:
                 f'                 ", {{%{a0}, %{a0 + 1}, %{a0 + 2}, %{a0 + 3}}}, %{ibr}, p, 1, 1, %{itbr};\\n}}\\n"\n'
                 f"                 : TILES_WGMMA_OPS{n}(d)\n"
                 f'                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TB));\n'
+                f"  }}\n}};\n")
+    for n in FP8_NS:
+        nd = n // 2
+        ia, ib, isc = nd, nd + 1, nd + 2
+        for cname, ptx in FP8_TYPES:
+            out.append(
+                f"template <> struct wgmma_ss<{n}, {cname}, 0, 0> {{\n"
+                f"  static __device__ __forceinline__ void run(float2 (&d)[{nd // 2}], u64 desc_a, u64 desc_b, int scale_d) {{\n"
+                f'    asm volatile("{{\\n .reg .pred p;\\n setp.ne.b32 p, %{isc}, 0;\\n"\n'
+                f'                 " wgmma.mma_async.sync.aligned.m64n{n}k32.f32{ptx} " TILES_WGMMA_D{n}\n'
+                f'                 ", %{ia}, %{ib}, p, 1, 1;\\n}}\\n"\n'
+                f"                 : TILES_WGMMA_OPS{n}(d)\n"
+                f'                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));\n'
                 f"  }}\n}};\n")
     return "".join(out)
 

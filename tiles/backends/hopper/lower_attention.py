@@ -16,6 +16,13 @@ The schedule (templates/attention.cu.j2) comes from the kernel's overlap pattern
   split over the consumer warpgroups, each owning BM / consumers consecutive rows; row coordinates of
   masks, loads and stores on those tiles are offset by the warpgroup's first row. Row-wise ops keep
   that split legal; column reductions would not, and are refused;
+* wgmma reads a register A operand only untransposed, so a register tile used as `mma(..., ta=True)`'s
+  A operand is HELD TRANSPOSED, and with it every tile an elementwise, mask or broadcast op connects to
+  it (`orient`): attention_bwd_dkdv keeps Sᵀ, Pᵀ, dPᵀ, dSᵀ with the keys as rows (FlashAttention-3's
+  swapped backward), an mma producing such a tile swaps its operands (Sᵀ = K Qᵀ), masks swap axes,
+  and the row vectors it broadcasts (LSE, Delta) become column vectors (ops.h `cv`: lane l of each
+  warp keeps columns l, l + 32, ...; a broadcast is two shuffles per 8 columns). BM above is then the
+  rows as held: the keys;
 * PingPong(stages) uses two consumer warpgroups that take turns on the tensor cores with two named
   barriers: a warpgroup's GEMM phase (the loop body's last mma, then the next iteration's first)
   starts only after the other warpgroup issued its own, so one softmax runs under the other's GEMMs.
@@ -23,9 +30,12 @@ The schedule (templates/attention.cu.j2) comes from the kernel's overlap pattern
 * schedule choices the IR leaves to the backend (options of the same names turn them off):
   `rotate` issues the loop's last mma (O += P V) in the next iteration, right after the first, when
   no op in between touches its tiles (FA3's intra-warpgroup overlap: it runs under the softmax);
+  `hoist` issues an mma whose operands are ready right after the loop's first mma (attention's
+  backward: dP = dO Vᵀ then runs under the softmax), unless the tiles it would keep in flight exceed
+  the consumers' registers (`loop_registers`; ptxas would spill);
   `stages` deepens the ring past the declared depth while shared memory allows (up to 4);
-  `persistent` makes one CTA per SM walk the programs (program 0 slowest and in reverse when the
-  loop's trip count depends on a program id, so rounds hold equal work). bench/hopper_notes.md
+  `persistent` makes one CTA per SM walk the programs (program 0 slowest, from its heavy end, when
+  the loop's trip count depends on a program id, so rounds hold equal work). bench/hopper_notes.md
   has the measurements behind each default.
 
 Scalars (program ids, sizes, strides, loop bounds, mask offsets) are the IR's own expressions rendered
@@ -38,6 +48,7 @@ import math
 from typing import Dict, List, Optional, Tuple
 
 from tiles.core import ir
+from tiles.core.backend import LaunchCache, call_signature
 from tiles.core.lowering import Lowered, Lowering, LoweringError, header_files
 from tiles.core.patterns import Interleave, PingPong, ProducerConsumer
 
@@ -145,9 +156,10 @@ class WarpSpecializedLowering(Lowering):
         if isinstance(p, ProducerConsumer):
             self.consumers = p.consumers
         else:  # two consumer warpgroups of 64 rows where the tile has them, else one
-            self.consumers = 2 if mmas[0].outs[0].rows % 128 == 0 else 1
+            self.orient()  # (the split rows are those of the first accumulator as held)
+            self.consumers = 2 if self.stored(mmas[0].outs[0])[0] % 128 == 0 else 1
         # launch-time overrides (benchmark variants): stages, consumers, pingpong
-        known = {"stages", "consumers", "pingpong", "rotate", "persistent", "order"}
+        known = {"stages", "consumers", "pingpong", "rotate", "hoist", "persistent", "order"}
         unknown = set(self.options) - known
         if unknown:
             self._fail(f"unknown options {sorted(unknown)} (known: {sorted(known)})")
@@ -159,6 +171,9 @@ class WarpSpecializedLowering(Lowering):
         loop = k.main_loop()
         varying = loop is not None and any(x.kind == "pid" for e in (loop.start, loop.stop) for x in _syms(e))
         self.order = self.options.get("order", "heavy_first" if varying else "pid0_fastest")
+        # programs are walked with program 0 in reverse unless the low program ids are the heavy ones
+        # (the forward's last query blocks see the most keys; dK/dV's first key blocks see the most queries)
+        self.reverse = not varying or self._trips(loop, 0) <= self._trips(loop, -1)
         self.stages = int(self.options.get("stages", self.stages))
         self.consumers = int(self.options.get("consumers", self.consumers))
         self.pingpong = bool(self.options.get("pingpong", self.pingpong))
@@ -166,16 +181,24 @@ class WarpSpecializedLowering(Lowering):
         if loop is None:
             self._fail("needs a k.pipeline loop (the loop whose load_async ops the producer streams)")
         self.loop = loop
-        self.BM = mmas[0].outs[0].rows
+        self.orient()
+        # the rows every register tile holds (as stored) and the consumer warpgroups split
+        self.BM = self.stored(mmas[0].outs[0])[0]
         if self.BM % (64 * self.consumers):
             self._fail(f"BM={self.BM} does not split into {self.consumers} consumer warpgroups of 64-row slices")
         self.WG_ROWS = self.BM // self.consumers
         for t in k.tiles:
             if t.kind == "vec" and t.axis != "row":
                 self._fail(f"column vector {t.name}: the row split over warpgroups keeps only row vectors")
-            if t.kind in ("reg", "vec") and t.rows != self.BM:
-                self._fail(f"register tile {t.name} has {t.rows} rows; every register tile must have the "
-                           f"BM={self.BM} rows the consumer warpgroups split")
+            if t.kind == "vec" and t in self.flipped:
+                if t.rows % 8:
+                    self._fail(f"vector {t.name} runs along the columns of transposed tiles: its length must be "
+                               f"a multiple of 8, got {t.rows}")
+                continue
+            if t.kind in ("reg", "vec") and self.stored(t)[0] != self.BM:
+                how = " (held transposed)" if t in self.flipped else ""
+                self._fail(f"register tile {t.name}{how} has {self.stored(t)[0]} rows; every register tile must "
+                           f"have the {self.BM} rows the consumer warpgroups split")
             if t.kind == "reg" and t.dtype.name not in CTYPE:
                 self._fail(f"register tile {t.name}: dtype {t.dtype} not supported")
         for n in k.walk():
@@ -234,6 +257,62 @@ class WarpSpecializedLowering(Lowering):
         if self.smem_bytes > SMEM_LIMIT:
             self._fail(f"{self.stages} stages need {self.smem_bytes} bytes of shared memory (limit {SMEM_LIMIT})")
 
+    def _trips(self, loop: ir.Loop, last: int) -> int:
+        """Trip count of `loop` for the first (last=0) or last (last=-1) value of program id 0 in a
+        sample problem (every size 4096, the other program ids and loop indices 0): which end of the
+        grid holds the heavy programs."""
+        env = {}
+        for e in (loop.start, loop.stop, self.k.grid[0]):
+            env.update({x.name: 0 if x.kind in ("pid", "loop") else 4096 for x in _syms(e)})
+        if last:
+            env["pid0"] = int(ir.evaluate(ir.as_expr(self.k.grid[0]), env)) - 1
+        return int(ir.evaluate(ir.as_expr(loop.stop), env)) - int(ir.evaluate(ir.as_expr(loop.start), env))
+
+    # ------------------------------------------------------------------ orientation
+    def orient(self) -> None:
+        """Decide which register tiles are held TRANSPOSED (self.flipped).
+
+        wgmma takes its A operand from registers only untransposed: rows = M, the rows the
+        consumer warpgroups split. `mma(acc, a, b, ta=True)` with a register tile `a` (attention's
+        dV += Pᵀ dO and dK += dSᵀ Q) therefore needs `a` held as aᵀ. Orientation is shared by every
+        tile an elementwise, mask or broadcast op connects (P is a cast of S, so S is held as Sᵀ, and
+        S comes from an mma: Sᵀ = K Qᵀ swaps that mma's operands), and a row vector that scales
+        transposed tiles becomes a column vector. This is FlashAttention-3's swapped backward: the
+        scores never leave the registers."""
+        parent: Dict[ir.Tile, ir.Tile] = {}
+
+        def find(t):
+            while parent.get(t, t) is not t:
+                t = parent[t]
+            return t
+
+        def union(ts):
+            ts = [find(t) for t in ts]
+            for t in ts[1:]:
+                if t is not ts[0]:
+                    parent[t] = ts[0]
+
+        seeds = []
+        for n in self.k.walk():
+            if not isinstance(n, ir.Op) or n.name in ("load", "store", "load_async", "wait"):
+                continue
+            if n.name == "mma":
+                a = n.ins[0]
+                if a.kind == "reg" and n.attrs.get("ta", False):
+                    seeds.append(a)
+                continue
+            union([t for t in _tiles_of(n) if t.kind in ("reg", "vec")])
+        roots = {find(t) for t in seeds}
+        self.flipped = {t for t in self.k.tiles if t.kind in ("reg", "vec") and find(t) in roots}
+        for n in self.k.walk():
+            if isinstance(n, ir.Op) and n.name in ("row_max", "row_sum") and n.ins[0] in self.flipped:
+                self._fail(f"{n.name} of {n.ins[0].name}, which is held transposed: a column reduction "
+                           "across the warpgroups' rows is not lowered", n)
+
+    def stored(self, t: ir.Tile) -> Tuple[int, int]:
+        """(rows, cols) of a register tile as the consumers hold it."""
+        return (t.cols, t.rows) if t in self.flipped and t.kind == "reg" else (t.rows, t.cols)
+
     # ------------------------------------------------------------------ producer
     def tma_coords(self, view: ir.View, row, col) -> List[str]:
         """Coordinates of a load's box, innermost axis first, padded to rank 4."""
@@ -287,7 +366,8 @@ class WarpSpecializedLowering(Lowering):
 
     def view_ptr(self, view: ir.View) -> str:
         P = view.param
-        terms = [f"{self.expr(ix)} * {self.sym_name(P.strides[a])}" for a, ix in enumerate(view.index) if ix is not None]
+        terms = [f"{self.expr(ix) if isinstance(ir.as_expr(ix), (ir.Sym, ir.Const)) else f'({self.expr(ix)})'} * "
+                 f"{self.sym_name(P.strides[a])}" for a, ix in enumerate(view.index) if ix is not None]
         return P.name + "".join(f" + {t}" for t in terms)
 
     def wait_for(self, tiles, pending: List[_Group], lines: List[str], pad: str, release: bool = True) -> None:
@@ -302,8 +382,7 @@ class WarpSpecializedLowering(Lowering):
         for g in retired:
             if g.acc not in accs:
                 accs.append(g.acc)
-        for j in range(0, len(accs), 2):
-            lines.append(f"{pad}mma_wait<{len(keep)}>({', '.join(self.var(a) for a in accs[j:j + 2])});")
+        lines.append(f"{pad}mma_wait<{len(keep)}>({', '.join(self.var(a) for a in accs)});")
         if release and any(g.stage == "held" for g in retired):
             lines.append(f"{pad}if (held >= 0) release(S.ring.empty[held]), held = -1;  // its last reader retired")
         pending[:] = keep
@@ -319,29 +398,47 @@ class WarpSpecializedLowering(Lowering):
             b = n.ins[1]
             rhs = v(b) if isinstance(b, ir.Tile) else self.fexpr(b)
             return f"{name}({v(n.outs[0])}, {v(n.ins[0])}, {rhs});"
+        flip = bool(n.outs) and n.outs[0] in self.flipped
+        if name in ("add_row", "sub_row", "mul_row", "div_row") and flip:
+            # the tile is held transposed: its logical rows are our columns (a column vector)
+            return f"{name[:-4]}_col({', '.join(v(x) for x in n.outs + n.ins)});"
         if name in ("add_row", "sub_row", "mul_row", "div_row", "cast"):
             return f"{name}({', '.join(v(x) for x in n.outs + n.ins)});"
         if name in ("row_max", "row_sum"):
             return f"{name}({', '.join(v(x) for x in n.outs + n.ins)});"
+        # masks on a transposed tile swap the axes: logical columns are the rows the warpgroups split
         if name == "mask_cols":
             a = n.attrs
+            if flip:
+                return f"mask_rows({v(n.outs[0])}, {self.row(a['col0'])}, {self.expr(a['limit'])}, {self.fexpr(a['value'])});"
             return f"mask_cols({v(n.outs[0])}, {self.expr(a['col0'])}, {self.expr(a['limit'])}, {self.fexpr(a['value'])});"
         if name == "mask_rows":
             a = n.attrs
+            if flip:
+                return f"mask_cols({v(n.outs[0])}, {self.expr(a['row0'])}, {self.expr(a['limit'])}, {self.fexpr(a['value'])});"
             return f"mask_rows({v(n.outs[0])}, {self.row(a['row0'])}, {self.expr(a['limit'])}, {self.fexpr(a['value'])});"
         if name == "mask_causal":
             a = n.attrs
+            if flip:
+                return (f"mask_causal_transposed({v(n.outs[0])}, {self.expr(a['row0'])}, {self.row(a['col0'])}, "
+                        f"{self.expr(a['offset'])}, {self.fexpr(a['value'])});")
             return (f"mask_causal({v(n.outs[0])}, {self.row(a['row0'])}, {self.expr(a['col0'])}, "
                     f"{self.expr(a['offset'])}, {self.fexpr(a['value'])});")
         if name == "fill_where":
+            if flip:
+                self._fail("fill_where on a column vector is not lowered", n)
             a = n.attrs
             if a["cmp"] not in CMP:
                 self._fail(f"fill_where comparison {a['cmp']!r}", n)
             return (f"fill_where({v(n.outs[0])}, {v(n.ins[0])}, [](float x) {{ return x {a['cmp']} "
                     f"{self.fexpr(a['rhs'])}; }}, {self.fexpr(a['value'])});")
+        if name in ("store", "load") and any(t in self.flipped for t in _tiles_of(n) if t.kind == "reg"):
+            self._fail(f"{name} of a register tile held transposed is not lowered", n)
         if name == "store":
             t, view = n.ins
             P = view.param
+            if t in self.flipped:
+                self._fail("store of a column vector is not lowered", n)
             if view.rank == 2 and t.kind == "reg":
                 r, c = view.kept
                 if c != P.rank - 1:
@@ -357,8 +454,10 @@ class WarpSpecializedLowering(Lowering):
             t, src = n.outs[0], n.ins[0]
             if isinstance(src, ir.View) and src.rank == 1 and t.kind == "vec":
                 P, r = src.param, src.kept[0]
+                # a column vector runs along the unsplit axis: every warpgroup loads the whole window
+                at = self.expr(n.attrs['row']) if t in self.flipped else self.row(n.attrs['row'])
                 return (f"load({v(t)}, {self.view_ptr(src)}, {self.sym_name(P.strides[r])}, {self.sym_name(P.dims[r])}, "
-                        f"{self.row(n.attrs['row'])});")
+                        f"{at});")
             if isinstance(src, ir.View) and src.rank == 2 and t.kind == "reg":
                 P, (r, c) = src.param, src.kept
                 return (f"load({v(t)}, {self.view_ptr(src)}, {self.sym_name(P.strides[r])}, {self.sym_name(P.dims[r])}, "
@@ -371,23 +470,32 @@ class WarpSpecializedLowering(Lowering):
         ta, tb, accum = n.attrs.get("ta", False), n.attrs.get("tb", False), n.attrs.get("accumulate", True)
         if acc.kind != "reg" or acc.dtype.name != "f32":
             self._fail("mma accumulates into an f32 register tile", n)
-        if b.kind != "shared":
-            self._fail("mma's B operand must be a shared tile (wgmma reads B from shared memory)", n)
-        if ta:
-            self._fail("mma(ta=True) needs A transposed from shared memory; stage the register tile "
-                       "through shared memory first (not lowered yet)", n)
         if a.dtype != b.dtype or a.dtype.name not in ("bf16", "f16"):
             self._fail(f"mma operands must both be bf16 or f16, got {a.dtype} and {b.dtype}", n)
-        fn = "mma_ABt" if tb else "mma_AB"
+        # wgmma computes D (M x N) += A (M x K) · B (K x N) with M the rows the warpgroups split.
+        # A held transposed accumulator is computed as Cᵀ = op(b)ᵀ op(a)ᵀ: the operands swap roles.
+        if acc in self.flipped:
+            wa, wa_t, wb, wb_t = b, not tb, a, not ta
+        else:
+            wa, wa_t, wb, wb_t = a, ta, b, tb
+        if wb.kind != "shared":
+            self._fail(f"mma: {wb.name} would be wgmma's B operand, which must be a shared tile", n)
+        if wa.kind == "shared" and wa_t:
+            self._fail(f"mma: {wa.name} would be wgmma's A operand transposed from shared memory "
+                       "(not lowered)", n)
+        if wa.kind == "reg" and (wa in self.flipped) != wa_t:
+            self._fail(f"mma: register tile {wa.name} is wgmma's A operand and must be held "
+                       f"{'transposed' if wa_t else 'untransposed'}", n)
+        fn = "mma_ABt" if wb_t else "mma_AB"  # B given N x K (K-major) or K x N (MN-major)
         acc_s = "false" if not accum else "true"
         in_ring = any(t in self.ring for t in (a, b))
         g_stage = ("cur" if stage == "pos.stage" else "held") if in_ring else None
-        if a.kind == "shared":
-            call = f"{fn}({self.var(acc)}, {self.var(a, stage)}, wg_row0, {self.var(b, stage)}, {acc_s});"
+        if wa.kind == "shared":
+            call = f"{fn}({self.var(acc)}, {self.var(wa, stage)}, wg_row0, {self.var(wb, stage)}, {acc_s});"
             g = _Group(acc, None, g_stage)
         else:
-            call = f"{fn}({self.var(acc)}, {self.var(a)}, {self.var(b, stage)}, {acc_s});"
-            g = _Group(acc, a, g_stage)
+            call = f"{fn}({self.var(acc)}, {self.var(wa)}, {self.var(wb, stage)}, {acc_s});"
+            g = _Group(acc, wa, g_stage)
         return call, g
 
     def consumer(self, nodes, depth, pending: List[_Group]) -> List[str]:
@@ -401,11 +509,16 @@ class WarpSpecializedLowering(Lowering):
                 continue  # issued one iteration later (see consumer_loop)
             if n.name == "load_async":
                 continue
-            lines.append(f"{pad}// {ir.format_op(n)}")
+            note = "  [hoisted: issued early so it runs under the ops before its first use]" if n in self.hoisted else ""
+            lines.append(f"{pad}// {ir.format_op(n)}{note}")
             if n.name == "wait":
-                kind, i = self.tokens[n.attrs["tokens"][0]]
-                lines.append(f"{pad}wait(S.ring.full[pos.stage], pos.phase);" if kind == "ring"
-                             else f"{pad}wait(S.once[{i}], {'it & 1' if self.persistent else '0'});")
+                kind, _ = self.tokens[n.attrs["tokens"][0]]
+                if kind == "ring":  # one barrier per stage covers every load of the iteration
+                    lines.append(f"{pad}wait(S.ring.full[pos.stage], pos.phase);")
+                else:  # each one-shot load completes on its own barrier
+                    for t in n.attrs["tokens"]:
+                        i = self.tokens[t][1]
+                        lines.append(f"{pad}wait(S.once[{i}], {'it & 1' if self.persistent else '0'});")
                 continue
             if n.name == "mma":
                 self.wait_for(_tiles_of(n), pending, lines, pad)
@@ -443,7 +556,7 @@ class WarpSpecializedLowering(Lowering):
         main = n is self.loop
 
         def body(state):
-            out = self.consumer(n.body, depth + 1, state)
+            out = self.consumer(self.loop_body if main else n.body, depth + 1, state)
             if main:
                 ip = pad + "  "
                 if self.deferred is not None:
@@ -484,10 +597,58 @@ class WarpSpecializedLowering(Lowering):
             lines.append(f"{pad}if (cw == 0) arch::bar_arrive(2, 256);  // warpgroup 1's last turn")
         if main:
             self.wait_for([g.acc for g in pending], pending, lines, pad)
-            if self.persistent:
-                for i, o in enumerate(self.once):
-                    lines.append(f"{pad}release(S.once_empty[{i}]);  // {o.outs[0].name} is read no more this tile")
+        if depth == 0 and self.persistent and any(x is self.loop for x in self.k.walk([n])):
+            # the top-level statement that holds the pipelined loop: the one-shot tiles are read no more
+            self.wait_for([g.acc for g in pending], pending, lines, pad)
+            for i, o in enumerate(self.once):
+                lines.append(f"{pad}release(S.once_empty[{i}]);  // {o.outs[0].name} is read no more this tile")
         return lines
+
+    def plan_hoist(self) -> None:
+        """Issue order of the main loop body (self.loop_body). With the `hoist` option (default on),
+        an mma whose operands are ready right after the loop's first mma moves up to follow it, so it
+        runs on the tensor cores while the registers work on the first one's result (attention's
+        backward: dP = dO Vᵀ overlaps the softmax that makes P from S). Legal when no op in between
+        writes a tile it reads, or touches the tile it writes."""
+        body = list(self.loop.body)
+        self.loop_body = body
+        mmas = [x for x in body if isinstance(x, ir.Op) and x.name == "mma"]
+        if not self.options.get("hoist", True) or len(mmas) < 3:
+            return
+        for m in mmas[1:-1]:
+            f, j = body.index(mmas[0]), body.index(m)
+            reads = {t for t in m.ins if isinstance(t, ir.Tile)}
+            if m.attrs.get("accumulate", True):
+                reads.add(m.outs[0])
+            between = body[f + 1:j]
+            if any(not isinstance(x, ir.Op) or x.name == "wait" for x in between):
+                continue
+            if any(set(x.outs) & reads or m.outs[0] in _tiles_of(x) for x in between):
+                continue
+            body.remove(m)
+            # after the first mma and any mma hoisted before this one
+            at = f + 1
+            while at < len(body) and body[at] in self.hoisted:
+                at += 1
+            body.insert(at, m)
+            self.hoisted.append(m)
+
+    def loop_registers(self) -> int:
+        """A consumer thread's registers for the tiles the main loop's schedule keeps live at once
+        (a lower bound that leaves the scalars out): the accumulators that persist across iterations,
+        the first mma's accumulator, the hoisted ones in flight under the elementwise ops, the
+        register A operands of the loop's mmas (the deferred mma's stays pinned until it retires)."""
+        def regs(t):
+            r, c = self.stored(t)
+            return self.WG_ROWS * c * t.dtype.bytes // 4 // 128
+        ops = [x for x in self.loop_body if isinstance(x, ir.Op)]
+        mmas = [x for x in ops if x.name == "mma"]
+        written = {t for x in ops if x.name != "mma" for t in x.outs}
+        resident = {m.outs[0] for m in mmas if m.attrs.get("accumulate", True) and m.outs[0] not in written}
+        live = resident | {mmas[0].outs[0]} | {m.outs[0] for m in self.hoisted}
+        live |= {m.ins[0] if m.ins[0].kind == "reg" else m.ins[1] for m in mmas
+                 if any(t.kind == "reg" for t in m.ins)}
+        return sum(regs(t) for t in live if t.kind == "reg")
 
     def plan_rotation(self, mmas) -> None:
         """Software-pipeline the main loop (FA3's intra-warpgroup overlap): its last mma is issued in
@@ -496,7 +657,7 @@ class WarpSpecializedLowering(Lowering):
         self.deferred = self.deferred_after = None
         if not self.options.get("rotate", True) or len(mmas) < 2:
             return
-        body = self.loop.body
+        body = self.loop_body
         last, first = mmas[-1], mmas[0]
         tiles = set(_tiles_of(last)) - {t for t in _tiles_of(last) if t.kind == "shared"}
         after = body[body.index(last) + 1:]
@@ -512,9 +673,17 @@ class WarpSpecializedLowering(Lowering):
     def lower(self) -> Lowered:
         self.analyse()
         k = self.k
-        loop_mmas = [x for x in self.loop.body if isinstance(x, ir.Op) and x.name == "mma"]
+        self.consumer_regs = 240 if self.consumers <= 2 else 160  # setmaxnreg of a consumer warpgroup
+        self.hoisted: List[ir.Op] = []
+        self.plan_hoist()
+        loop_mmas = [x for x in self.loop_body if isinstance(x, ir.Op) and x.name == "mma"]
         self.turn_arrive = self.turn_sync = None
         self.plan_rotation(loop_mmas)
+        if self.hoisted and "hoist" not in self.options and self.loop_registers() > self.consumer_regs - 32:
+            # both overlaps would keep too many tiles in flight (ptxas spills): keep the rotation only
+            self.hoisted, self.loop_body = [], list(self.loop.body)
+            loop_mmas = [x for x in self.loop_body if isinstance(x, ir.Op) and x.name == "mma"]
+            self.plan_rotation(loop_mmas)
         if self.pingpong:
             if self.consumers != 2 or len(loop_mmas) < 2:
                 self._fail("PingPong takes two consumer warpgroups and at least two mma in the pipelined loop")
@@ -524,8 +693,13 @@ class WarpSpecializedLowering(Lowering):
                 self.turn_arrive, self.turn_sync = loop_mmas[0], loop_mmas[-1]
         decls = []
         for t in k.tiles:
-            if t.kind == "reg":
+            if t.kind == "reg" and t in self.flipped:
+                decls.append(f"rt<{CTYPE[t.dtype.name]}, WG_ROWS, {t.rows}> {self.var(t)};  // {t.type_str()}, "
+                             f"held transposed ({t.cols}x{t.rows})")
+            elif t.kind == "reg":
                 decls.append(f"rt<{CTYPE[t.dtype.name]}, WG_ROWS, {t.cols}> {self.var(t)};  // {t.type_str()}")
+            elif t.kind == "vec" and t in self.flipped:
+                decls.append(f"cv<{t.rows}> {self.var(t)};  // {t.type_str()}, along the columns of the transposed tiles")
             elif t.kind == "vec":
                 decls.append(f"rv<WG_ROWS> {self.var(t)};  // {t.type_str()}")
         consumer = self.consumer(k.body, 0, [])
@@ -554,14 +728,16 @@ class WarpSpecializedLowering(Lowering):
         name = "tiles_{}_hopper_{}_{}_s{}c{}{}".format(
             k.name, "_".join(f"{a}{int(v) if isinstance(v, bool) else v}" for a, v in k.constexprs.items()),
             k.params[0].dtype.name, self.stages, self.consumers,
-            ("pp" if self.pingpong else "") + ("rot" if self.deferred is not None else ""))
+            ("pp" if self.pingpong else "") + ("rot" if self.deferred is not None else "") + ("h" if self.hoisted else "") + ("" if self.persistent else "np"))
         ctx = dict(name=name, ir_text=k.text(), ir_name=k.name, pattern=k.pattern.describe(), BM=BM,
                    WG_ROWS=self.WG_ROWS, consumers=self.consumers, stages=self.stages, pingpong=self.pingpong,
                    n_once=max(1, len(self.once)), shared=shared, sig=sig, decls=decls, producer=producer,
                    consumer=consumer, maps=[m for _, m, _, _ in params],
-                   producer_regs=24 if self.consumers <= 2 else 32, consumer_regs=240 if self.consumers <= 2 else 160,
+                   producer_regs=24 if self.consumers <= 2 else 32, consumer_regs=self.consumer_regs,
                    grid=[self.expr(g) for g in k.grid], persistent=self.persistent,
-                   order=self.order)
+                   order=self.order, reverse=self.reverse,
+                   transposed=", ".join(t.name for t in k.tiles if t.kind == "reg" and t in self.flipped),
+                   col_vectors=", ".join(t.name for t in k.tiles if t.kind == "vec" and t in self.flipped))
         src = self.env.get_template("attention.cu.j2").render(**ctx)
         args = [("tma", m, P, rows, kept_row) for m, (P, rows, kept_row) in self.map_info.items()]
         args += [("ptr", P) for P in ptr_params]
@@ -584,11 +760,25 @@ class WarpSpecializedLowering(Lowering):
 
     _lowered_cache: Dict[tuple, Lowered] = {}
     _kernel_cache: Dict[tuple, object] = {}
+    _launches = LaunchCache()
 
     @classmethod
     def prepare(cls, kfn, *args, options: Optional[dict] = None, **kwargs):
         """Everything one launch needs, built once: returns a zero-argument function that launches
-        the kernel on these tensors (the benchmark times that), or None when the grid is empty."""
+        the kernel on these tensors (the benchmark times that), or None when the grid is empty.
+        Kept per call signature: a training step that meets the same addresses and shapes again
+        (PyTorch's caching allocator hands them back) skips tracing, binding and the tensor maps."""
+        sig = call_signature(kfn.name, args, kwargs, tuple(sorted((options or {}).items())))
+        go = cls._launches.get(sig)
+        if go is not None:
+            return go
+        go = cls._prepare(kfn, *args, options=options, **kwargs)
+        if go is not None and not go.copies:  # maps into per-call copies cannot be reused
+            cls._launches.put(sig, go)
+        return go
+
+    @classmethod
+    def _prepare(cls, kfn, *args, options: Optional[dict] = None, **kwargs):
         bound = kfn.bind(*args, **kwargs)
         k = kfn.trace(*args, **kwargs)
         key = (id(k), tuple(sorted((options or {}).items())))  # traces are cached per specialization
@@ -596,6 +786,7 @@ class WarpSpecializedLowering(Lowering):
         if low is None:
             low = cls._lowered_cache[key] = cls(k, ARCH, **(options or {})).lower()
         tensors = {p.name: bound.arguments[p.name] for p in k.params}
+        copies = []
         # TMA needs 16-byte aligned outer strides: a stride-0 broadcast or an odd stride gets a copy
         # (only inputs are read through TMA; outputs are written through pointers)
         for a in low.args:
@@ -606,6 +797,7 @@ class WarpSpecializedLowering(Lowering):
             if t.stride(-1) != 1 or t.data_ptr() % 16 or any(
                     (st * esz) % 16 or (st == 0 and n > 1) for st, n in zip(t.stride()[:-1], t.shape[:-1])):
                 tensors[a[2].name] = t.contiguous()
+                copies.append(tensors[a[2].name])
         env = {}
         for P in k.params:
             t = tensors[P.name]
@@ -648,13 +840,11 @@ class WarpSpecializedLowering(Lowering):
                 argv.append(runtime.arg_i64(env[a[1].name]))
             elif a[0] == "f32":
                 argv.append(runtime.arg_f32(env[a[1].name]))
-        keep = list(tensors.values())  # the maps and pointers refer into these
-
-        def go():
+        def go():  # the caller's tensors stay the caller's: only per-call copies are held here
             kern.launch(grid, low.block, argv, smem=low.shared_bytes)
-            return keep
+            return copies
 
-        go.lowered = low
+        go.lowered, go.copies = low, copies
         return go
 
     @classmethod

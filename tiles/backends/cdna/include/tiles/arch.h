@@ -6,10 +6,29 @@
 #pragma once
 #include "prelude.h"
 
+namespace tiles {
+namespace arch {
+// Numbers of the ISA every implementation of this layer shares (the emulators included).
+// s_waitcnt immediate. gfx942 and gfx950 share the gfx9 encoding:
+//   vmcnt = bits [3:0] + [15:14] (0..63), expcnt = [6:4] (0..7), lgkmcnt = [11:8] (0..15).
+// A field at its maximum means "do not wait on this counter". schedule.py mirrors this (waitcnt_imm).
+TILES_HD int waitcnt_imm(int vm, int exp, int lgkm) {
+  return (vm & 0xF) | ((vm >> 4) << 14) | ((exp & 0x7) << 4) | ((lgkm & 0xF) << 8);
+}
+inline constexpr int kVmMax = 63, kLgkmMax = 15;
+// sched_group_barrier masks (LLVM AMDGPU docs)
+inline constexpr int kSchedMfma = 0x8, kSchedValu = 0x2, kSchedSalu = 0x4, kSchedVmemRead = 0x20,
+                     kSchedVmemWrite = 0x40, kSchedDs = 0x80, kSchedDsRead = 0x100, kSchedDsWrite = 0x200,
+                     kSchedTrans = 0x400;
+}  // namespace arch
+}  // namespace tiles
+
 #if defined(TILES_ARCH_OVERRIDE)
 // An alternative implementation of this exact API (e.g. the CPU emulator in tests/cdna/emu), which lets
 // everything above this layer run unchanged off-GPU.
 #include TILES_ARCH_OVERRIDE
+#elif defined(TILES_EMU_CUDA)
+// The same API emulated in CUDA (tiles/backends/cdna_emu/include/tiles_emu/arch.h), included ahead.
 #else
 
 #if defined(__AMDGCN__) && !defined(__gfx942__) && !defined(__gfx950__)
@@ -101,6 +120,9 @@ TILES_DEV u32x4 buffer_load_b128(rsrc_t r, u32 voff, u32 soff = 0) { return __bu
 TILES_DEV u32x2 buffer_load_b64(rsrc_t r, u32 voff, u32 soff = 0) { return __builtin_amdgcn_raw_buffer_load_b64(r, voff, soff, 0); }
 TILES_DEV u32 buffer_load_b32(rsrc_t r, u32 voff, u32 soff = 0) { return __builtin_amdgcn_raw_buffer_load_b32(r, voff, soff, 0); }
 TILES_DEV u16 buffer_load_b16(rsrc_t r, u32 voff, u32 soff = 0) { return __builtin_amdgcn_raw_buffer_load_b16(r, voff, soff, 0); }
+// A load the code waits for itself (s_waitcnt vmcnt from schedule.waitcnt_for) rather than leaving the
+// wait to the compiler: destination first, so an emulator can hold `d` as poison until the covering wait.
+TILES_DEV void buffer_load_b128_async(u32x4& d, rsrc_t r, u32 voff, u32 soff = 0) { d = buffer_load_b128(r, voff, soff); }
 #if defined(__gfx950__)
 // gfx950 only: buffer load straight into LDS ("buffer_load_dwordx4 ... lds"), no registers involved.
 // Lane i's 16 bytes land at lds + 16 * i; `lds` must be wave-uniform (it goes through M0). Completion is
@@ -126,13 +148,6 @@ TILES_DEV void lds_write_b64(u32 a, u32x2 v) { *(TILES_LDS u32x2*)(unsigned long
 TILES_DEV void lds_write_b32(u32 a, u32 v) { *(TILES_LDS u32*)(unsigned long)a = v; }
 
 // ------------------------------------------------------------------ waits, barriers, priorities
-// s_waitcnt immediate. gfx942 and gfx950 share the gfx9 encoding:
-//   vmcnt = bits [3:0] + [15:14] (0..63), expcnt = [6:4] (0..7), lgkmcnt = [11:8] (0..15).
-// A field at its maximum means "do not wait on this counter". schedule.py mirrors this (waitcnt_imm).
-TILES_HD int waitcnt_imm(int vm, int exp, int lgkm) {
-  return (vm & 0xF) | ((vm >> 4) << 14) | ((exp & 0x7) << 4) | ((lgkm & 0xF) << 8);
-}
-inline constexpr int kVmMax = 63, kLgkmMax = 15;
 // Wait until at most N vector-memory (global/buffer) operations of this wave are outstanding.
 // Loads return in issue order, so N = number of loads issued after the last one we need.
 template <int N> TILES_DEV void wait_vmcnt() {
@@ -157,10 +172,6 @@ TILES_DEV void barrier() {
 // Scheduling fences for the machine scheduler (emit nothing; visible as comments in -S output).
 template <int MASK> TILES_DEV void sched_barrier() { __builtin_amdgcn_sched_barrier(MASK); }
 template <int MASK, int COUNT, int GROUP> TILES_DEV void sched_group_barrier() { __builtin_amdgcn_sched_group_barrier(MASK, COUNT, GROUP); }
-// sched_group_barrier masks (LLVM AMDGPU docs)
-inline constexpr int kSchedMfma = 0x8, kSchedValu = 0x2, kSchedSalu = 0x4, kSchedVmemRead = 0x20,
-                     kSchedVmemWrite = 0x40, kSchedDs = 0x80, kSchedDsRead = 0x100, kSchedDsWrite = 0x200,
-                     kSchedTrans = 0x400;
 // Wave priority (0..3): compute clusters raise it so the MFMA burst of one wave group is not starved.
 template <int P> TILES_DEV void setprio() { __builtin_amdgcn_s_setprio(P); }
 

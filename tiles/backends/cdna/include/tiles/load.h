@@ -46,7 +46,7 @@ TILES_DEV void load_stage(stage_k<ROWS, COLS, THREADS>& s, const gview<2>& g, in
 #pragma unroll
   for (int p = 0; p < s.n; ++p) {
     const int t = (int)tid + p * THREADS, r = t / s.cpr, c = (t % s.cpr) * 8;
-    if (s.active(t)) s.v[p] = arch::buffer_load_b128(g.r, vec_offset<2, 8>(g, row0 + r, col0 + c));
+    if (s.active(t)) arch::buffer_load_b128_async(s.v[p], g.r, vec_offset<2, 8>(g, row0 + r, col0 + c));
   }
 }
 template <class ST, int ROWS, int COLS, int THREADS>
@@ -96,7 +96,7 @@ TILES_DEV void load_stage_t(stage_t<KT, NT, KR, THREADS>& s, const gview<2>& g, 
   for (int p = 0; p < s.n; ++p) {
     const int t = (int)tid + p * THREADS, kg = t % s.groups, nv = t / s.groups;
 #pragma unroll
-    for (int q = 0; q < KR; ++q) s.v[p][q] = arch::buffer_load_b128(g.r, vec_offset<2, 8>(g, k0 + kg * KR + q, n0 + nv * 8));
+    for (int q = 0; q < KR; ++q) arch::buffer_load_b128_async(s.v[p][q], g.r, vec_offset<2, 8>(g, k0 + kg * KR + q, n0 + nv * 8));
   }
 }
 // the 16-bit value e of two rows x, y packed as (x_e | y_e << 16)
@@ -256,6 +256,70 @@ TILES_DEV void load_vec(rv_col<R, MF>& v, const gview<4>& g, int row0) {
     const int r = row0 + j * MF + lane % MF;
     const u32 off = r < g.cols ? (u32)(r * 4) : arch::kOob;
     v.v[j] = __builtin_bit_cast(float, arch::buffer_load_b32(g.r, off));
+  }
+}
+
+// ------------------------------------------------------------------ attention backward dK/dV (rt.h rt_rp)
+// The transposing stage's registers also hold the tile row by row (thread t: KR whole 16-byte row
+// vectors), so one global load feeds both LDS tiles: this writes them untransposed (KT x NT, rows
+// contiguous) as KR ds_write_b128 per pass, next to store_stage_t's transposed copy.
+template <class ST, int KT, int NT, int KR, int THREADS>
+TILES_DEV void store_stage_t_rows(u32 lds, const stage_t<KT, NT, KR, THREADS>& s, u32 tid) {
+  static_assert(ST::rows == KT && ST::cols == NT, "row-major LDS tile must be KT x NT");
+#pragma unroll
+  for (int p = 0; p < s.n; ++p) {
+    const int t = (int)tid + p * THREADS, kg = t % s.groups, nv = t / s.groups;
+#pragma unroll
+    for (int q = 0; q < KR; ++q) arch::lds_write_b128(lds + ST::offset(kg * KR + q, nv * 8), s.v[p][q]);
+  }
+}
+// Load a lane-spread per-row vector (rt.h rv_lane: lane l holds rows row0 + l, row0 + 64 + l, ...) from a
+// 1-D f32 view (OPS `load` into a vec, e.g. LSE and Delta): one buffer_load_dword per 64 rows; out of range
+// reads 0 (lanes past a 32-row vector read rows it does not have: never used).
+template <int R, int MF>
+TILES_DEV void load_vec(rv_lane<R, MF>& v, const gview<4>& g, int row0) {
+  const int lane = (int)arch::lane_id();
+#pragma unroll
+  for (int j = 0; j < rv_lane<R, MF>::n; ++j) {
+    const int r = row0 + j * 64 + lane;
+    v.v[j] = __builtin_bit_cast(float, arch::buffer_load_b32(g.r, r < g.cols ? (u32)(r * 4) : arch::kOob));
+  }
+}
+
+// acc += A B^T with the A operand (RA x K) streamed from an LDS tile in CR x CK chunks, double-buffered:
+// chunk c+1's ds_reads are in flight while chunk c's MFMAs run, so two chunks of registers are live
+// instead of the whole operand. PERM: A rows in key_perm order (load_op_perm; CR a multiple of 32).
+// LGKM: the lowering's lgkmcnt for "chunk c has landed, chunk c+1 may be in flight" (schedule.waitcnt_for
+// over the reads of the two chunks); checked here against the chunk shape.
+template <class ST, bool PERM, int CR, int CK, int LGKM, dt T, int RA, int RB, int K, int MF>
+TILES_DEV void mma_ABt_lds(rt_acc<RA, RB, MF>& acc, u32 lds, const rt_op<RB, K, MF>& b) {
+  typedef rt_op<CR, CK, MF> chunk_t;
+  constexpr int nk = K / CK, n = (RA / CR) * nk;
+  static_assert(RA % CR == 0 && K % CK == 0 && (!PERM || CR % 32 == 0), "chunks must tile the operand");
+  static_assert(n == 1 || LGKM == chunk_t::rb * chunk_t::kb, "lgkmcnt must leave exactly the next chunk in flight");
+  chunk_t a[2];
+  if constexpr (PERM) load_op_perm<ST>(a[0], lds, 0, 0);
+  else load_op<ST>(a[0], lds, 0, 0);
+#pragma unroll
+  for (int c = 0; c < n; ++c) {
+    if (c + 1 < n) {
+      const int r0 = ((c + 1) / nk) * CR, k0 = ((c + 1) % nk) * CK;
+      if constexpr (PERM) load_op_perm<ST>(a[(c + 1) & 1], lds, r0, k0);
+      else load_op<ST>(a[(c + 1) & 1], lds, r0, k0);
+      arch::wait_lgkmcnt<LGKM>();
+    } else {
+      arch::wait_lgkmcnt<0>();
+    }
+    const int i0 = (c / nk) * chunk_t::rb, s0 = (c % nk) * chunk_t::kb;
+#pragma unroll
+    for (int i = 0; i < chunk_t::rb; ++i)
+#pragma unroll
+      for (int j = 0; j < RB / MF; ++j)
+#pragma unroll
+        for (int s = 0; s < chunk_t::kb; ++s) {
+          if constexpr (MF == 32) acc.d[i0 + i][j] = arch::mfma32<T>(a[c & 1].c[i][s], b.c[j][s0 + s], acc.d[i0 + i][j]);
+          else acc.d[i0 + i][j] = arch::mfma16<T>(a[c & 1].c[i][s], b.c[j][s0 + s], acc.d[i0 + i][j]);
+        }
   }
 }
 

@@ -133,8 +133,10 @@ template <int R, int C, int MF> TILES_DEV void col_max(rv_col<C, MF>& v, const r
 template <int R, int C, int MF> TILES_DEV void col_sum(rv_col<C, MF>& v, const rt_acc<R, C, MF>& t, const rv_col<C, MF>* init = nullptr) { col_reduce<op_sum>(v, t, init); }
 
 
-// ------------------------------------------------------------------ vectors (rv_col: one value per column the lane holds)
-// Element-wise ops on per-column vectors, e.g. the per-query running max / sum of attention's S^T.
+// ------------------------------------------------------------------ vectors (rv_col, rv_lane)
+// Element-wise ops on per-column vectors (rv_col: one value per column the lane holds, e.g. the per-query
+// running max / sum of attention's S^T) and lane-spread per-row vectors (rv_lane, e.g. the per-query LSE /
+// Delta of attention backward's dK/dV tiles, rt.h rt_rp, whose queries sit in registers).
 template <int C, int MF, class F> TILES_DEV void vmap(rv_col<C, MF>& d, const rv_col<C, MF>& s, F f) {
 #pragma unroll
   for (int j = 0; j < C / MF; ++j) d.v[j] = f(s.v[j]);
@@ -143,23 +145,35 @@ template <int C, int MF, class F> TILES_DEV void vmap2(rv_col<C, MF>& d, const r
 #pragma unroll
   for (int j = 0; j < C / MF; ++j) d.v[j] = f(a.v[j], b.v[j]);
 }
-template <int C, int MF> TILES_DEV void fill(rv_col<C, MF>& d, float v) { vmap(d, d, [=](float) { return v; }); }
-template <int C, int MF> TILES_DEV void zero(rv_col<C, MF>& d) { fill(d, 0.0f); }
-template <int C, int MF> TILES_DEV void copy(rv_col<C, MF>& d, const rv_col<C, MF>& s) { vmap(d, s, [](float x) { return x; }); }
-template <int C, int MF> TILES_DEV void exp2(rv_col<C, MF>& d, const rv_col<C, MF>& s) { vmap(d, s, [](float x) { return arch::exp2(x); }); }
-template <int C, int MF> TILES_DEV void log2(rv_col<C, MF>& d, const rv_col<C, MF>& s) { vmap(d, s, [](float x) { return arch::log2(x); }); }
-template <int C, int MF> TILES_DEV void neg(rv_col<C, MF>& d, const rv_col<C, MF>& s) { vmap(d, s, [](float x) { return -x; }); }
-#define TILES_VBINARY(NAME, EXPR)                                                                                         \
-  template <int C, int MF> TILES_DEV void NAME(rv_col<C, MF>& d, const rv_col<C, MF>& a, const rv_col<C, MF>& b) {     \
+template <int R, int MF, class F> TILES_DEV void vmap(rv_lane<R, MF>& d, const rv_lane<R, MF>& s, F f) {
+#pragma unroll
+  for (int j = 0; j < rv_lane<R, MF>::n; ++j) d.v[j] = f(s.v[j]);
+}
+template <int R, int MF, class F> TILES_DEV void vmap2(rv_lane<R, MF>& d, const rv_lane<R, MF>& a, const rv_lane<R, MF>& b, F f) {
+#pragma unroll
+  for (int j = 0; j < rv_lane<R, MF>::n; ++j) d.v[j] = f(a.v[j], b.v[j]);
+}
+#define TILES_VOPS(VEC)                                                                                                   \
+  template <int N, int MF> TILES_DEV void fill(VEC<N, MF>& d, float v) { vmap(d, d, [=](float) { return v; }); }         \
+  template <int N, int MF> TILES_DEV void zero(VEC<N, MF>& d) { fill(d, 0.0f); }                                       \
+  template <int N, int MF> TILES_DEV void copy(VEC<N, MF>& d, const VEC<N, MF>& s) { vmap(d, s, [](float x) { return x; }); } \
+  template <int N, int MF> TILES_DEV void exp2(VEC<N, MF>& d, const VEC<N, MF>& s) { vmap(d, s, [](float x) { return arch::exp2(x); }); } \
+  template <int N, int MF> TILES_DEV void log2(VEC<N, MF>& d, const VEC<N, MF>& s) { vmap(d, s, [](float x) { return arch::log2(x); }); } \
+  template <int N, int MF> TILES_DEV void neg(VEC<N, MF>& d, const VEC<N, MF>& s) { vmap(d, s, [](float x) { return -x; }); } \
+  TILES_VBINARY(VEC, add, x + y)                                                                                        \
+  TILES_VBINARY(VEC, sub, x - y)                                                                                        \
+  TILES_VBINARY(VEC, mul, x * y)                                                                                        \
+  TILES_VBINARY(VEC, div, x / y)                                                                                        \
+  TILES_VBINARY(VEC, max, fmaxf_(x, y))                                                                                 \
+  TILES_VBINARY(VEC, min, fminf_(x, y))
+#define TILES_VBINARY(VEC, NAME, EXPR)                                                                                    \
+  template <int N, int MF> TILES_DEV void NAME(VEC<N, MF>& d, const VEC<N, MF>& a, const VEC<N, MF>& b) {               \
     vmap2(d, a, b, [](float x, float y) { return EXPR; }); }                                                            \
-  template <int C, int MF> TILES_DEV void NAME(rv_col<C, MF>& d, const rv_col<C, MF>& a, float y) {                     \
+  template <int N, int MF> TILES_DEV void NAME(VEC<N, MF>& d, const VEC<N, MF>& a, float y) {                           \
     vmap(d, a, [=](float x) { return EXPR; }); }
-TILES_VBINARY(add, x + y)
-TILES_VBINARY(sub, x - y)
-TILES_VBINARY(mul, x * y)
-TILES_VBINARY(div, x / y)
-TILES_VBINARY(max, fmaxf_(x, y))
-TILES_VBINARY(min, fminf_(x, y))
+TILES_VOPS(rv_col)
+TILES_VOPS(rv_lane)
+#undef TILES_VOPS
 #undef TILES_VBINARY
 template <int CMP, int C, int MF> TILES_DEV void fill_where(rv_col<C, MF>& d, const rv_col<C, MF>& ref, float rhs, float value) {
   vmap2(d, ref, d, [=](float x, float y) {
@@ -183,6 +197,21 @@ TILES_TBCAST(sub)
 TILES_TBCAST(mul)
 TILES_TBCAST(div)
 #undef TILES_TBCAST
+// row broadcasts of a lane-spread vector over a row-permuted tile (rt.h rt_rp): register (i, r) holds
+// logical row key_perm(i*MF + ..), a row of the same 64-row group for every lane: one shfl per register
+#define TILES_LBCAST(NAME, EXPR)                                                                                          \
+  template <int R, int C, int MF>                                                                                         \
+  TILES_DEV void NAME##_row(rt_rp<R, C, MF>& d, const rt_rp<R, C, MF>& t, const rv_lane<R, MF>& v) {                    \
+    typedef rt_rp<R, C, MF> T;                                                                                            \
+    const int lane = (int)arch::lane_id();                                                                                \
+    _Pragma("unroll") for (int i = 0; i < T::rb; ++i) _Pragma("unroll") for (int r = 0; r < T::nreg; ++r) {               \
+      const float y = arch::shfl(v.v[i * MF / 64], (u32)(T::row_of(lane, i, r) % 64));                                    \
+      _Pragma("unroll") for (int j = 0; j < T::cb; ++j) { const float x = t.d[i][j][r]; d.d[i][j][r] = EXPR; } } }
+TILES_LBCAST(add, x + y)
+TILES_LBCAST(sub, x - y)
+TILES_LBCAST(mul, x * y)
+TILES_LBCAST(div, safe_div(x, y))
+#undef TILES_LBCAST
 // f(value, logical row, logical col) for every element the lane holds
 template <int R, int C, int MF, bool P, class F>
 TILES_DEV void map_rc(rt_t<R, C, MF, P>& d, const rt_t<R, C, MF, P>& s, F f) {

@@ -4,6 +4,11 @@
 //  * hiprtc / hipcc: their runtime header already defines them, so this block is skipped.
 #pragma once
 
+#if defined(TILES_EMU_CUDA)
+// The CDNA arch layer emulated on an NVIDIA GPU (tiles/backends/cdna_emu): its header was included
+// ahead of this one and declared everything below in CUDA terms.
+#else
+
 #if defined(TILES_EMU)
 // host emulation (tests/cdna/emu): kernels are plain functions run by one fiber per work-item;
 // __shared__ arrays are function statics shared by the fibers of the block being run.
@@ -32,6 +37,16 @@
 #else
 #define TILES_KERNEL(threads) extern "C" __global__ __attribute__((amdgpu_flat_work_group_size(threads, threads)))
 #endif
+// Occupancy 1 (one wave per SIMD: the 4-wave interleave gets all 512 registers of a SIMD).
+#if defined(TILES_EMU)
+#define TILES_ONE_WAVE_PER_SIMD
+#else
+#define TILES_ONE_WAVE_PER_SIMD __attribute__((amdgpu_waves_per_eu(1, 1)))
+#endif
+// A kernel's LDS: every template makes exactly one TILES_SHARED (or TILES_NO_SHARED) declaration, first
+// thing in the body, so an emulator can put the allocation where its memory model lives.
+#define TILES_SHARED(type, name, count) __shared__ __attribute__((aligned(16))) type name[count]
+#define TILES_NO_SHARED(type, name) type* const name = nullptr
 
 typedef unsigned int u32;
 typedef unsigned short u16;
@@ -43,6 +58,8 @@ typedef float f32x4 __attribute__((ext_vector_type(4)));
 typedef float f32x16 __attribute__((ext_vector_type(16)));
 typedef _Float16 f16x4 __attribute__((ext_vector_type(4)));
 typedef _Float16 f16x8 __attribute__((ext_vector_type(8)));
+
+#endif  // TILES_EMU_CUDA
 
 namespace tiles {
 // element types of operand tiles (storage is always 16-bit bit patterns)

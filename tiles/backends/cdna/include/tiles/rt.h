@@ -60,6 +60,15 @@ struct rv_col {
   static constexpr int cb = COLS / MF;
   float v[cb];
 };
+// one value per row of an ROWS-row tile, spread over the lanes (lane l holds rows l, l + 64, ...: ROWS / 64
+// registers, rounded up, instead of rv_row's ROWS / 4); the row ops fetch the value each register needs
+// from the lane that holds it (ops.h, e.g. attention backward's LSE and Delta for rt_rp tiles)
+template <int ROWS, int MF>
+struct rv_lane {
+  static_assert(ROWS % 32 == 0, "whole 32-row groups");
+  static constexpr int n = (ROWS + 63) / 64;
+  float v[n];
+};
 
 // acc[i][j] += sum_k a[i][k] * b[j][k]  (both operands k-contiguous: "A times B-transposed")
 template <dt T, int RA, int RB, int K, int MF>
@@ -97,6 +106,19 @@ struct rt_t : rt_acc<COLS, ROWS, MF> {
   // logical (row, col) of acc element (i, j, r) of lane
   TILES_HD int lrow_of(int lane, int j) { return acc::col_of(lane, j); }
   TILES_HD int lcol_of(int lane, int i, int r) { return PERM ? key_perm<MF>(acc::row_of(lane, i, r)) : acc::row_of(lane, i, r); }
+};
+
+// The same storage seen the other way round (attention backward dK/dV's S and dP, one wave's MF keys):
+// a logical ROWS x COLS tile (rows = queries, cols = keys) held as the accumulator in its own orientation
+// (acc = ROWS x COLS), with acc row R holding logical row key_perm<MF>(R) -- the A operand that produced it
+// was read with load_op_perm. It IS the permuted transposed tile rt_t<COLS, ROWS, MF, true>, so cast()
+// turns it in registers into the operand rt_op<COLS, ROWS, MF> (rows = keys, k = queries): the operand
+// of the next MFMA that contracts over the queries (dV^T += dO^T P, dK^T += Q^T dS).
+template <int ROWS, int COLS, int MF>
+struct rt_rp : rt_t<COLS, ROWS, MF, true> {
+  typedef rt_acc<ROWS, COLS, MF> acc;
+  TILES_HD int row_of(int lane, int i, int r) { return key_perm<MF>(acc::row_of(lane, i, r)); }
+  TILES_HD int col_of(int lane, int j) { return acc::col_of(lane, j); }
 };
 
 // B operand (rows = logical rows, k = logical columns) from a permuted transposed tile, converted to

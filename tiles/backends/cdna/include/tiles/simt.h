@@ -376,13 +376,13 @@ template <int NB> TILES_DEV raw<NB> load_raw(arch::rsrc_t r, u32 off) {
     x.w[0] = arch::buffer_load_b32(r, off);
   } else if constexpr (NB == 8) {
     const u32x2 a = arch::buffer_load_b64(r, off);
-    x.w[0] = a.x, x.w[1] = a.y;
+    x.w[0] = a[0], x.w[1] = a[1];
   } else {
     static_assert(NB % 16 == 0, "chunk of 4, 8 or 16*k bytes");
 #pragma unroll
     for (int q = 0; q < NB / 16; ++q) {
       const u32x4 a = arch::buffer_load_b128(r, off + 16u * q);
-      x.w[4 * q] = a.x, x.w[4 * q + 1] = a.y, x.w[4 * q + 2] = a.z, x.w[4 * q + 3] = a.w;
+      x.w[4 * q] = a[0], x.w[4 * q + 1] = a[1], x.w[4 * q + 2] = a[2], x.w[4 * q + 3] = a[3];
     }
   }
   return x;

@@ -20,6 +20,8 @@ typedef unsigned long long u64;
 // 16-bit floating storage types. Plain structs (not cuda_bf16.h) so the headers build with bare NVRTC.
 struct bf16 { u16 bits; };
 struct f16 { u16 bits; };
+// OCP 8-bit float (4 exponent, 3 mantissa bits): only ever a wgmma operand in shared memory here.
+struct fp8e4m3 { unsigned char bits; };
 
 // The 128-byte CUtensorMap built on the host by cuTensorMapEncodeTiled, passed by value as a
 // `const __grid_constant__` kernel parameter; the device only ever takes its address.
@@ -89,6 +91,7 @@ __device__ __forceinline__ float rsqrt(float x) {
   return y;
 }
 __device__ __forceinline__ float shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
+__device__ __forceinline__ float shfl(float v, int src_lane) { return __shfl_sync(0xffffffffu, v, src_lane); }
 
 // ---------------------------------------------------------------- global memory (simt.h)
 // 16 bytes from global memory the kernel never writes: the non-coherent path, not kept in L1 (a
@@ -448,6 +451,33 @@ template <int TB> struct wgmma_rs<256, f16, TB> {
                  ", {%128, %129, %130, %131}, %132, p, 1, 1, %134;\n}\n"
                  : TILES_WGMMA_OPS256(d)
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TB));
+  }
+};
+template <> struct wgmma_ss<64, fp8e4m3, 0, 0> {
+  static __device__ __forceinline__ void run(float2 (&d)[16], u64 desc_a, u64 desc_b, int scale_d) {
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %34, 0;\n"
+                 " wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 " TILES_WGMMA_D64
+                 ", %32, %33, p, 1, 1;\n}\n"
+                 : TILES_WGMMA_OPS64(d)
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+  }
+};
+template <> struct wgmma_ss<128, fp8e4m3, 0, 0> {
+  static __device__ __forceinline__ void run(float2 (&d)[32], u64 desc_a, u64 desc_b, int scale_d) {
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %66, 0;\n"
+                 " wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 " TILES_WGMMA_D128
+                 ", %64, %65, p, 1, 1;\n}\n"
+                 : TILES_WGMMA_OPS128(d)
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+  }
+};
+template <> struct wgmma_ss<256, fp8e4m3, 0, 0> {
+  static __device__ __forceinline__ void run(float2 (&d)[64], u64 desc_a, u64 desc_b, int scale_d) {
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %130, 0;\n"
+                 " wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3 " TILES_WGMMA_D256
+                 ", %128, %129, p, 1, 1;\n}\n"
+                 : TILES_WGMMA_OPS256(d)
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));
   }
 };
 // END GENERATED wgmma

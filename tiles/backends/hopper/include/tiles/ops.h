@@ -154,6 +154,36 @@ template <int R, int C> __device__ __forceinline__ void div_row(rt<float, R, C>&
   map_row(d, t, v, [](float x, float y) { return y == 0.f ? 0.f : x / y; });
 }
 
+// ================================================================ column broadcasts (cv, one value per tile column)
+// d[r, c] = f(t[r, c], v[c]). Pairs 2 j and 2 j + 1 of a fragment cover columns 8 j + 2 (l % 4) + {0, 1}
+// (rows r and r + 8): their two values come from the lanes that keep them, one shuffle each, and serve
+// every slice.
+template <int R, int C, typename F>
+__device__ __forceinline__ void map_col(rt<float, R, C>& d, const rt<float, R, C>& t, const cv<C>& v, F f) {
+  const int c = 2 * (arch::lane_id() & 3);
+#pragma unroll
+  for (int j = 0; j < C / 8; ++j) {
+    // 8 j % 32 + 7 < 32: both columns sit in the same register of their lanes
+    const float y0 = arch::shfl(v.v[j / 4], 8 * j % 32 + c), y1 = arch::shfl(v.v[j / 4], 8 * j % 32 + c + 1);
+#pragma unroll
+    for (int s = 0; s < d.slices; ++s)
+#pragma unroll
+      for (int p = 2 * j; p < 2 * j + 2; ++p) d.v[s][p] = make_float2(f(t.v[s][p].x, y0), f(t.v[s][p].y, y1));
+  }
+}
+template <int R, int C> __device__ __forceinline__ void add_col(rt<float, R, C>& d, const rt<float, R, C>& t, const cv<C>& v) {
+  map_col(d, t, v, [](float x, float y) { return x + y; });
+}
+template <int R, int C> __device__ __forceinline__ void sub_col(rt<float, R, C>& d, const rt<float, R, C>& t, const cv<C>& v) {
+  map_col(d, t, v, [](float x, float y) { return x - y; });
+}
+template <int R, int C> __device__ __forceinline__ void mul_col(rt<float, R, C>& d, const rt<float, R, C>& t, const cv<C>& v) {
+  map_col(d, t, v, [](float x, float y) { return x * y; });
+}
+template <int R, int C> __device__ __forceinline__ void div_col(rt<float, R, C>& d, const rt<float, R, C>& t, const cv<C>& v) {
+  map_col(d, t, v, [](float x, float y) { return y == 0.f ? 0.f : x / y; });
+}
+
 // ================================================================ masks (tile element (r, c) sits at (row0 + r, col0 + c))
 template <int R, int C, typename P> __device__ __forceinline__ void mask_where(rt<float, R, C>& t, float value, P pred) {
   const int th = wg_thread();
@@ -172,6 +202,13 @@ template <int R, int C, typename P> __device__ __forceinline__ void mask_where(r
 template <int R, int C> __device__ __forceinline__ void mask_causal(rt<float, R, C>& t, int row0, int col0, int offset, float value) {
   if (col0 + C - 1 <= row0 + offset) return;  // every column visible to every row
   mask_where(t, value, [=](int r, int c) { return col0 + c > row0 + r + offset; });
+}
+// The causal mask of a TRANSPOSED score tile (rows = keys from col0, columns = queries from row0):
+// value where col0 + r > row0 + c + offset. The argument order is the logical tile's, as in mask_causal.
+template <int R, int C>
+__device__ __forceinline__ void mask_causal_transposed(rt<float, R, C>& t, int row0, int col0, int offset, float value) {
+  if (col0 + R - 1 <= row0 + offset) return;  // the last key is visible to the first query
+  mask_where(t, value, [=](int r, int c) { return col0 + r > row0 + c + offset; });
 }
 template <int R, int C> __device__ __forceinline__ void mask_cols(rt<float, R, C>& t, int col0, int limit, float value) {
   if (col0 + C <= limit) return;
@@ -258,6 +295,55 @@ template <typename U, int R> __device__ __forceinline__ void load(rv<R>& v, cons
     }
 }
 
+// Column vectors: the same vocabulary, over the lane's C / 32 values.
+template <int C, typename F> __device__ __forceinline__ void map(cv<C>& d, const cv<C>& a, F f) {
+#pragma unroll
+  for (int i = 0; i < d.per_lane; ++i) d.v[i] = f(a.v[i]);
+}
+template <int C> __device__ __forceinline__ void fill(cv<C>& d, float x) {
+#pragma unroll
+  for (int i = 0; i < d.per_lane; ++i) d.v[i] = x;
+}
+template <int C> __device__ __forceinline__ void zero(cv<C>& d) { fill(d, 0.f); }
+#define TILES_CUNARY(name, expr) \
+  template <int C> __device__ __forceinline__ void name(cv<C>& d, const cv<C>& a) { map(d, a, [](float x) { return expr; }); }
+TILES_CUNARY(exp2, arch::exp2(x))
+TILES_CUNARY(exp, arch::exp2(x * 1.4426950408889634f))
+TILES_CUNARY(log2, arch::log2(x))
+TILES_CUNARY(log, arch::log2(x) * 0.6931471805599453f)
+TILES_CUNARY(neg, -x)
+TILES_CUNARY(abs, fabsf(x))
+TILES_CUNARY(rsqrt, arch::rsqrt(x))
+TILES_CUNARY(copy, x)
+#undef TILES_CUNARY
+#define TILES_CBINARY(name, expr)                                                                          \
+  template <int C> __device__ __forceinline__ void name(cv<C>& d, const cv<C>& a, const cv<C>& b) {       \
+    _Pragma("unroll") for (int i = 0; i < d.per_lane; ++i) {                                               \
+      const float x = a.v[i], y = b.v[i];                                                                  \
+      d.v[i] = expr;                                                                                       \
+    }                                                                                                      \
+  }                                                                                                        \
+  template <int C> __device__ __forceinline__ void name(cv<C>& d, const cv<C>& a, float y) {              \
+    map(d, a, [y](float x) { return expr; });                                                              \
+  }
+TILES_CBINARY(add, x + y)
+TILES_CBINARY(sub, x - y)
+TILES_CBINARY(mul, x * y)
+TILES_CBINARY(div, x / y)
+TILES_CBINARY(max, fmaxf(x, y))
+TILES_CBINARY(min, fminf(x, y))
+#undef TILES_CBINARY
+// v[c] = src[(col0 + c) * stride], 0 past n: lane l reads columns l, l + 32, ... (a warp's reads are
+// consecutive; the four warps read the same addresses and L1 serves the repeats).
+template <typename U, int C> __device__ __forceinline__ void load(cv<C>& v, const U* src, long long stride, int n, int col0) {
+  const int l = arch::lane_id();
+#pragma unroll
+  for (int i = 0; i < v.per_lane; ++i) {
+    const int c = 32 * i + l;
+    v.v[i] = (c < C && col0 + c < n) ? arch::to_float(src[(long long)(col0 + c) * stride]) : 0.f;
+  }
+}
+
 // ================================================================ global memory (bounded)
 // dst[row0 + r, col0 + c] = src[r, c] for row0 + r < nrows and col0 + c < ncols; converts to U.
 // Pairs go out as one 4- or 8-byte store when the row stride keeps them aligned.
@@ -331,17 +417,15 @@ template <int R, int N> __device__ __forceinline__ void mma_fence(rt<float, R, N
   arch::wgmma_fence();
 }
 __device__ __forceinline__ void mma_commit() { arch::wgmma_commit(); }
-template <int PENDING, int R, int N> __device__ __forceinline__ void mma_wait(rt<float, R, N>& acc) {
-  arch::wgmma_wait<PENDING>();
+// Wait until at most PENDING groups are in flight, then touch the accumulators of the retired
+// groups (one wait covers several tiles) so the compiler reads them only after the wait.
+template <int R, int N> __device__ __forceinline__ void mma_touch(rt<float, R, N>& acc) {
 #pragma unroll
   for (int s = 0; s < acc.slices; ++s) arch::wgmma_touch(acc.v[s]);
 }
-// The same, then every accumulator of the retired groups is touched (one wait covers several tiles).
-template <int PENDING, int R, int N, int R2, int N2>
-__device__ __forceinline__ void mma_wait(rt<float, R, N>& acc, rt<float, R2, N2>& acc2) {
-  mma_wait<PENDING>(acc);
-#pragma unroll
-  for (int s = 0; s < acc2.slices; ++s) arch::wgmma_touch(acc2.v[s]);
+template <int PENDING, typename... Accs> __device__ __forceinline__ void mma_wait(Accs&... accs) {
+  arch::wgmma_wait<PENDING>();
+  (mma_touch(accs), ...);
 }
 
 template <typename T, int R, int N, int RA, int K, int SWA, int SWB>
@@ -356,13 +440,15 @@ __device__ __forceinline__ void mma_AB(rt<float, R, N>& acc, const st<T, RA, K, 
       arch::wgmma_ss<N, T, 0, 1>::run(acc.v[s], desc_kmajor(a, a_row0 + 64 * s, k), desc_mnmajor(b, k),
                                       (accumulate || k > 0) ? 1 : 0);
 }
+// (8-bit inputs take this form only: fp8 wgmma reads both operands K-major, 32 K per instruction.)
 template <typename T, int R, int N, int RA, int K, int SWA, int SWB>
 __device__ __forceinline__ void mma_ABt(rt<float, R, N>& acc, const st<T, RA, K, SWA>& a, int a_row0,
                                         const st<T, N, K, SWB>& b, bool accumulate = true) {
-  static_assert(N <= 256 && K % 16 == 0, "one wgmma covers N <= 256; K steps of 16");
+  constexpr int KSTEP = 32 / int(sizeof(T));  // K per wgmma: 16 for 16-bit inputs, 32 for 8-bit
+  static_assert(N <= 256 && K % KSTEP == 0, "one wgmma covers N <= 256; K steps of 32 bytes");
   mma_fence(acc);
 #pragma unroll
-  for (int k = 0; k < K / 16; ++k)
+  for (int k = 0; k < K / KSTEP; ++k)
 #pragma unroll
     for (int s = 0; s < acc.slices; ++s)
       arch::wgmma_ss<N, T, 0, 0>::run(acc.v[s], desc_kmajor(a, a_row0 + 64 * s, k), desc_kmajor(b, 0, k),

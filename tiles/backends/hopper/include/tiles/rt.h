@@ -57,4 +57,17 @@ template <int R> struct rv {
   float v[slices][2];
 };
 
+// Column vector: one fp32 value per COLUMN of a C-column register tile (TK's row_vec). It is what a
+// row vector of the tile program becomes when the tiles it scales are held transposed (attention's
+// dK/dV kernel keeps Sᵀ, Pᵀ, dPᵀ with keys as rows: the query-indexed LSE and Delta then run along
+// the columns). Columns are not split over the warps, and the 8 lanes of a warp that share a column
+// would each keep a copy in the fragment order (C / 4 registers a thread); instead lane l of every
+// warp keeps columns l, l + 32, ... (C / 32 registers) and a broadcast fetches a pair's values with
+// two shuffles (ops.h map_col).
+template <int C> struct cv {
+  static constexpr int cols = C, per_lane = (C + 31) / 32;
+  static_assert(C % 8 == 0, "column vector length must be a multiple of 8");
+  float v[per_lane];
+};
+
 }  // namespace tiles

@@ -61,9 +61,11 @@ template <typename T, int R, int C, int SW = 128> struct alignas(1024) st {
 __device__ __forceinline__ u64 desc_field(u32 bytes) { return u64((bytes & 0x3FFFF) >> 4); }
 
 // Descriptor of the K-major 64 x 16 (or 64 x N) operand that starts at row `row0`, k-step `k16`.
+// One k-step is 32 bytes of a row: 16 columns of a 16-bit type (k16 wgmma), 32 of an 8-bit one (k32).
 template <typename ST> __device__ __forceinline__ u64 desc_kmajor(const ST& t, int row0, int k16) {
-  constexpr int steps_per_chunk = ST::swizzle_bytes / 32;  // 16 columns of a 16-bit type = 32 bytes
-  static_assert(sizeof(typename ST::dtype) == 2, "wgmma operands here are 16-bit");
+  constexpr int steps_per_chunk = ST::swizzle_bytes / 32;
+  static_assert(sizeof(typename ST::dtype) == 2 || sizeof(typename ST::dtype) == 1,
+                "wgmma operands here are 16-bit or 8-bit");
   const u32 a = t.addr() + u32(k16 / steps_per_chunk) * ST::chunk_bytes + u32(row0) * ST::swizzle_bytes +
                 u32(k16 % steps_per_chunk) * 32;
   return desc_field(a) | (desc_field(16) << 16) | (desc_field(8 * ST::swizzle_bytes) << 32) |

@@ -1,0 +1,207 @@
+"""IR → Hopper CUDA C++: the block-scaled fp8 GEMM (tiles/kernels/gemm_fp8.py) on templates/gemm_fp8.cu.j2.
+
+The lowering recognises the tile program's shape and checks each assumption the template makes:
+
+* f32 register tiles `acc` (zeroed before the loop) and `part`; one pipelined loop over cdiv(K, BK);
+* in it: load_async(a, A[:, :], row=R, col=kb*BK), load_async(b, B[:, :], row=C, col=kb*BK), one wait,
+  load(sa, SA[:, kb], row=R), load(sb, SB[n, :, kb]), mma(part, a, b, tb=True, accumulate=False),
+  mul_row(part, part, sa), mul_col(part, part, sb), add(acc, acc, part);
+* after it: store(C[:, :], acc, row=R, col=C);
+* BK = BN = 128 (one promotion per scale block; one B scale per tile) and BM = 64 x consumers.
+
+The four ops after the mma become one fused promotion (acc += part * (sa[row] * sb)) per thread.
+The grid becomes persistent CTAs visiting the same tiles in grouped order. Hopper's fp8 wgmma reads
+both operands K-major from shared memory, so the launcher hands it K-major A and B: an operand whose
+K axis is not contiguous (the transposed layouts) is copied into a K-major tensor first (one
+transpose per call, counted in its time; the scales are read in place through their strides).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from tiles.core import ir
+from tiles.core.lowering import Lowered, Lowering, LoweringError, header_files
+from tiles.core.patterns import Pipelined, ProducerConsumer
+
+from . import gemm_probe, runtime
+
+ARCH = runtime.ARCH
+DEFAULTS = dict(stages=6, group_m=8, producer_regs=40, consumer_regs=232, epilogue="tma")
+SMEM_LIMIT = gemm_probe.SMEM_LIMIT
+
+
+def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, consumers=2, ir_name="gemm_fp8",
+               ir_text="(rendered directly)", **over) -> dict:
+    """Render templates/gemm_fp8.cu.j2 for one configuration: {source, name, cfg, smem, threads}."""
+    unknown = set(over) - set(DEFAULTS)
+    if unknown:
+        raise TypeError(f"unknown gemm_fp8 options {sorted(unknown)}; known: {sorted(DEFAULTS)}")
+    cfg = dict(DEFAULTS, **over, BM=BM, BN=BN, BK=BK, consumers=consumers)
+    ot = gemm_probe.ctype(out_dtype)
+    if BK != 128 or BN != 128:
+        raise ValueError(f"BK and BN must be 128 (the scale block), got BK={BK}, BN={BN}")
+    if BM != 64 * consumers:
+        raise ValueError(f"BM={BM} must be 64 rows per consumer warpgroup ({consumers} consumers)")
+    if cfg["epilogue"] not in ("regs", "tma"):
+        raise ValueError(f"epilogue must be 'regs' or 'tma', got {cfg['epilogue']!r}")
+    name = name or "tiles_gemm_fp8_{ot}_{BM}x{BN}x{BK}_s{stages}_g{group_m}_{epilogue}".format(ot=ot, **cfg)
+    smem = cfg["stages"] * (BM + BN) * BK + 1024 + 1024
+    if cfg["epilogue"] == "tma":
+        smem += consumers * 2 * 64 * 128
+    if smem > SMEM_LIMIT:
+        raise ValueError(f"{cfg['stages']} stages need {smem} bytes of shared memory (limit {SMEM_LIMIT})")
+    src = gemm_probe._env().get_template("gemm_fp8.cu.j2").render(name=name, out_t=ot, ir_name=ir_name,
+                                                                  ir_text=ir_text, **cfg)
+    return dict(source=src, name=name, cfg=cfg, smem=smem, threads=128 * (1 + consumers))
+
+
+class Fp8GemmLowering(Lowering):
+    backend = "hopper"
+    template_dir = str(gemm_probe.TEMPLATES)
+    _kernels: dict = {}  # (entry, source, device) -> loaded Kernel
+
+    def __init__(self, kernel: ir.Kernel, arch: Optional[str] = None, **options):
+        super().__init__(kernel, arch or ARCH)
+        if self.arch != ARCH:
+            raise LoweringError(f"hopper: fp8 wgmma and setmaxnreg need arch {ARCH!r}, got {self.arch!r}")
+        self.options = options
+
+    def _fail(self, why: str):
+        raise LoweringError(f"hopper: kernel {self.k.name!r} is not the block-scaled fp8 GEMM "
+                            f"templates/gemm_fp8.cu.j2 implements: {why}")
+
+    def match(self) -> dict:
+        k, fail = self.k, self._fail
+        text = lambda e: ir.render(ir.as_expr(e))  # noqa: E731
+        if [p.rank for p in k.params] != [2, 2, 2, 3, 2] or k.scalars:
+            fail("expected A, B (2-D), SA (2-D), SB (3-D per-column view) and C (2-D), no float arguments")
+        A, B, SA, SB, C = k.params
+        if A.dtype.name != "f8e4m3" or B.dtype != A.dtype:
+            raise LoweringError(f"hopper: fp8 GEMM inputs must both be f8e4m3 (OCP float8_e4m3fn); got A {A.dtype}, "
+                                f"B {B.dtype} (float8_e4m3fnuz is the format of AMD gfx942)")
+        if SA.dtype.name != "f32" or SB.dtype.name != "f32" or C.dtype.name not in ("bf16", "f32"):
+            fail(f"scales must be f32 and C bf16 or f32; got SA {SA.dtype}, SB {SB.dtype}, C {C.dtype}")
+        loops = [n for n in k.body if isinstance(n, ir.Loop)]
+        ops = [n for n in k.body if isinstance(n, ir.Op)]
+        if len(loops) != 1 or not loops[0].pipelined or [o.name for o in ops] != ["fill", "store"]:
+            fail("expected zero(acc), one k.pipeline loop, store(C, acc)")
+        loop = loops[0]
+        names = [getattr(n, "name", "loop") for n in loop.body]
+        want = ["load_async", "load_async", "wait", "load", "load", "mma", "mul_row", "mul_col", "add"]
+        if names != want:
+            fail(f"the loop body must be {want}, got {names}")
+        la, lb, _, lsa, lsb, mma, mr, mc, add = loop.body
+        acc, part = ops[0].outs[0], mma.outs[0]
+        a, b, sa, sb = la.outs[0], lb.outs[0], lsa.outs[0], lsb.outs[0]
+        if la.ins[0].param is not A or lb.ins[0].param is not B or lsa.ins[0].param is not SA or lsb.ins[0].param is not SB:
+            fail("the loads must read A, B, SA, SB in that order")
+        if mma.ins != [a, b] or not mma.attrs["tb"] or mma.attrs["ta"] or mma.attrs["accumulate"]:
+            fail("expected mma(part, a, b, tb=True, accumulate=False)")
+        if mr.outs[0] is not part or mr.ins != [part, sa] or mc.outs[0] is not part or mc.ins != [part, sb]:
+            fail("expected mul_row(part, part, sa), mul_col(part, part, sb)")
+        if add.outs[0] is not acc or add.ins != [acc, part]:
+            fail("expected add(acc, acc, part)")
+        BM, BK = a.shape
+        BN = b.shape[0]
+        if b.shape[1] != BK or acc.shape != (BM, BN) or part.shape != (BM, BN):
+            fail(f"tile shapes disagree: a {a.shape}, b {b.shape}, acc {acc.shape}")
+        kb = loop.index.name
+        if text(la.attrs["col"]) != f"{kb} * {BK}" or text(lb.attrs["col"]) != f"{kb} * {BK}":
+            fail(f"the loads must step K by {kb}*{BK}")
+        if lsa.ins[0].index[1] is None or text(lsa.ins[0].index[1]) != kb or text(lsb.ins[0].index[2]) != kb:
+            fail("the scales must be read at K block kb")
+        if text(loop.stop) != f"cdiv({A.name}.shape1, {BK})" or text(loop.start) != "0":
+            fail(f"the pipelined loop must run over cdiv(K, {BK}) blocks from 0")
+        st = ops[1]
+        if (st.ins[0] is not acc or st.ins[1].param is not C or text(st.attrs["row"]) != text(la.attrs["row"])
+                or text(st.attrs["row"]) != text(lsa.attrs["row"]) or text(st.attrs["col"]) != text(lb.attrs["row"])):
+            fail("A's rows, SA's rows and B's rows must come from the stored tile's origin")
+        return dict(A=A, B=B, SA=SA, SB=SB, C=C, BM=BM, BN=BN, BK=BK)
+
+    def _config(self, g: dict) -> dict:
+        p = self.k.pattern
+        if not isinstance(p, (ProducerConsumer, Pipelined)):
+            raise LoweringError(f"hopper: no fp8 GEMM schedule for pattern {p.describe()}")
+        consumers = p.consumers if isinstance(p, ProducerConsumer) else 2
+        cfg = dict(stages=p.stages, consumers=consumers)
+        if "group" in self.k.constexprs:
+            cfg["group_m"] = int(self.k.constexprs["group"])
+        cfg.update(self.options)
+        return cfg
+
+    def lower(self) -> Lowered:
+        g = self.match()
+        cfg = self._config(g)
+        name = f"tiles_{self.k.name}_hopper_{g['C'].dtype.name}_{g['BM']}x{g['BN']}x{g['BK']}"
+        try:
+            kern = fp8_source(g["C"].dtype.name, name=name, BM=g["BM"], BN=g["BN"], BK=g["BK"],
+                              ir_name=self.k.name, ir_text=self.k.text(), **cfg)
+        except (ValueError, TypeError) as e:
+            raise LoweringError(f"hopper: fp8 GEMM {g['BM']}x{g['BN']}x{g['BK']} {cfg}: {e}") from None
+        A, B, SA, SB, C = g["A"], g["B"], g["SA"], g["SB"], g["C"]
+        args = [("tma", A), ("tma", B), ("tma_out", C), ("ptr", C), ("ptr", SA), ("stride64", SA.strides[0]),
+                ("stride64", SA.strides[1]), ("ptr", SB), ("stride64", SB.strides[0]), ("stride64", SB.strides[2]),
+                ("dim", A.dims[0]), ("dim", B.dims[0]), ("dim", A.dims[1]), ("stride64", C.strides[0])]
+        return Lowered(kernel=self.k, backend="hopper", arch=self.arch, entry=kern["name"], source=kern["source"],
+                       block=(kern["threads"], 1, 1), shared_bytes=kern["smem"], args=args,
+                       headers=header_files(str(runtime.INCLUDE_DIR)),
+                       notes={"config": kern["cfg"], "template_version": runtime.TEMPLATE_VERSION,
+                              "grid": "persistent: min(tiles, SMs)",
+                              "requires": ["A and B K-major (else the launcher makes K-major copies)",
+                                           "C rows 16-byte aligned for the TMA-store epilogue (else epilogue='regs')"]})
+
+    # ---------------------------------------------------------------- launching
+    _lowered: dict = {}
+
+    @classmethod
+    def prepare(cls, backend, kfn, A, B, SA, SB, C, **kwargs):
+        """A zero-argument launcher for these tensors (the benchmark reuses it), or None if empty."""
+        import torch
+
+        M, K = A.shape
+        N = B.shape[0]
+        if M == 0 or N == 0 or K == 0:
+            return None
+        # K-major operands (the fp8 wgmma's only form), rows 16-byte aligned for TMA
+        keep = []
+        ops8 = []
+        for t in (A, B):
+            if t.stride(1) != 1:
+                t = t.contiguous()
+            u8 = gemm_probe._tma_ready(t.view(torch.uint8), K)
+            keep.append(u8)
+            ops8.append(u8)
+        tma_out = C.stride(1) == 1 and (C.stride(0) * C.element_size()) % 16 == 0 and C.data_ptr() % 16 == 0
+        options = {} if tma_out else {"epilogue": "regs"}
+        key = (id(kfn.trace(A, B, SA, SB, C, **kwargs)), tuple(sorted(options.items())))
+        low = cls._lowered.get(key)
+        if low is None:
+            low = cls._lowered[key] = backend.lower(kfn, A, B, SA, SB, C, options=options, **kwargs)
+        cfg = low.notes["config"]
+        kkey = (low.entry, low.source, torch.cuda.current_device())
+        kern = cls._kernels.get(kkey)
+        if kern is None:
+            comp = runtime.compile_cuda(low.source, name=low.entry + ".cu")
+            kern = cls._kernels[kkey] = runtime.load(comp.cubin, low.entry)
+        map_a = runtime.tensor_map_2d(ops8[0], cfg["BM"], cfg["BK"])
+        map_b = runtime.tensor_map_2d(ops8[1], cfg["BN"], cfg["BK"])
+        map_c = runtime.tensor_map_2d(C, 64, 128 // C.element_size()) if tma_out else runtime.null_map()
+        tiles = -(-M // cfg["BM"]) * -(-N // cfg["BN"])
+        grid = max(1, min(tiles, runtime.num_sms()))
+        argv = [map_a, map_b, map_c, runtime.arg_ptr(C), runtime.arg_ptr(SA), runtime.arg_i64(SA.stride(0)),
+                runtime.arg_i64(SA.stride(1)), runtime.arg_ptr(SB), runtime.arg_i64(SB.stride(0)),
+                runtime.arg_i64(SB.stride(2)), runtime.arg_i32(M), runtime.arg_i32(N), runtime.arg_i32(K),
+                runtime.arg_i64(C.stride(0))]
+        keep += [SA, SB, C]
+
+        def go():
+            _ = keep
+            kern.launch((grid, 1, 1), low.block, argv, smem=low.shared_bytes)
+        go.lowered = low
+        return go
+
+    @classmethod
+    def launch(cls, backend, kfn, *args, **kwargs):
+        go = cls.prepare(backend, kfn, *args, **kwargs)
+        if go is not None:
+            go()
