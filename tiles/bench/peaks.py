@@ -29,6 +29,10 @@ def device_key(name: str) -> str:
     return name
 
 
+# which peak a kernel's TFLOP/s are measured against (its tensor-core input type)
+KERNEL_KIND = {"gemm_fp8": "fp8"}
+
+
 def peak(device: str, kind: str = "bf16"):
     row = PEAKS.get(device_key(device))
     return None if row is None else row.get(kind)

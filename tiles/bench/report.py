@@ -65,6 +65,12 @@ def shape_key(s: dict) -> str:
     return f"{head} {seq} D{s['D']}{' causal' if s['causal'] else ''}"
 
 
+def _pct(row, dev, kernel):
+    """% of the device's datasheet peak for the kernel's input type (recomputed: the table may grow)."""
+    pk = peaks.peak(dev, peaks.KERNEL_KIND.get(kernel, "bf16"))
+    return 100 * row["tflops"] / pk if pk else row.get("pct_peak")
+
+
 def table(results, published) -> tuple[list, dict]:
     """devices (in display order) and cells[(kernel, shape)][device] = {tiles, vendor, vendor_impl, ratio, pct}."""
     devices = list(peaks.DEVICES)
@@ -82,7 +88,7 @@ def table(results, published) -> tuple[list, dict]:
             vendor = {n: x for n, x in impls.items() if n != "tiles"}
             best = max(vendor.items(), key=lambda kv: kv[1]["tflops"]) if vendor else None
             cells[key][dev] = dict(
-                tiles=t["tflops"] if t else None, pct=t.get("pct_peak") if t else None,
+                tiles=t["tflops"] if t else None, pct=_pct(t, dev, key[0]) if t else None,
                 vendor=best[1]["tflops"] if best else None, vendor_impl=best[0] if best else None,
                 ratio=(t["tflops"] / best[1]["tflops"]) if t and best else None,
                 all={n: x["tflops"] for n, x in impls.items()})
@@ -133,7 +139,8 @@ def markdown(results, published) -> str:
             for p in rows:
                 lines.append(f"| {kernel} | {shape} | {p['device']} | {p['impl']} | {p['tflops']:.0f} | "
                              f"published, not measured here: {p['source']} |")
-    lines += ["", "Peaks: " + "; ".join(f"{d} {v['bf16']} bf16 TFLOP/s ({v['source']})" for d, v in peaks.PEAKS.items())]
+    lines += ["", "Peaks: " + "; ".join(f"{d} {v['bf16']} bf16 / {v['fp8']} fp8 TFLOP/s ({v['source']})"
+                                        for d, v in peaks.PEAKS.items())]
     return "\n".join(lines) + "\n"
 
 
