@@ -11,7 +11,7 @@ def main(argv=None) -> int:
     r = sub.add_parser("run", help="time tiles and the vendor baselines on the GPU present")
     r.add_argument("--suite", default="quick", choices=["tiny", "quick", "standard", "full"])
     r.add_argument("--kernels", default="gemm,attention_fwd,attention_bwd",
-                   help="comma-separated: gemm, attention_fwd, attention_bwd")
+                   help="comma-separated: gemm, gemm_fp8, attention_fwd, attention_bwd")
     r.add_argument("--backend", default=None, help="force a tiles backend (default: best for the device)")
     r.add_argument("--out", default=None, help="result file (default bench/results/<device>-<date>.json)")
     r.add_argument("--reps", type=int, default=30)
@@ -25,9 +25,9 @@ def main(argv=None) -> int:
         from .run import run
 
         kernels = tuple(k.strip() for k in args.kernels.split(",") if k.strip())
-        bad = set(kernels) - {"gemm", "attention_fwd", "attention_bwd"}
+        bad = set(kernels) - {"gemm", "gemm_fp8", "attention_fwd", "attention_bwd"}
         if bad:
-            ap.error(f"--kernels: unknown {sorted(bad)}; choose from gemm, attention_fwd, attention_bwd")
+            ap.error(f"--kernels: unknown {sorted(bad)}; choose from gemm, gemm_fp8, attention_fwd, attention_bwd")
         run(args.suite, kernels, args.out, args.backend, args.reps, args.budget)
     else:
         from .report import write

@@ -1,0 +1,74 @@
+"""The block-scaled fp8 GEMM's Hopper lowering on a CPU machine: the tile program lowers onto
+templates/gemm_fp8.cu.j2, NVRTC compiles it for sm_90a, the SASS has the fp8 wgmma (QGMMA) and the
+TMA/setmaxnreg machinery, ptxas spills nothing and does not serialize the wgmmas."""
+from __future__ import annotations
+
+import pytest
+
+nvrtc = pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python (cuda.bindings.nvrtc) is not installed")
+
+from tiles import backends  # noqa: E402
+from tiles.__main__ import _examples  # noqa: E402
+from tiles.backends.hopper import lower_fp8, runtime  # noqa: E402
+from tiles.core.lowering import LoweringError  # noqa: E402
+from tiles.kernels import gemm_fp8  # noqa: E402
+
+
+
+def _sass(cubin: bytes, tmp_path) -> str:
+    import pathlib
+    import shutil
+    import subprocess
+    import sys
+
+    tool = next((str(p / "nvidia" / "cu13" / "bin" / "cuobjdump") for p in map(pathlib.Path, sys.path)
+                 if (p / "nvidia" / "cu13" / "bin" / "cuobjdump").exists()), shutil.which("cuobjdump"))
+    if tool is None:
+        pytest.skip("cuobjdump not found (pip install nvidia-cuda-cuobjdump)")
+    f = tmp_path / "k.cubin"
+    f.write_bytes(cubin)
+    return subprocess.run([tool, "-sass", str(f)], check=True, capture_output=True, text=True).stdout
+
+try:
+    runtime.nvrtc_version()
+except Exception as e:  # the bindings import but libnvrtc is missing
+    pytest.skip(f"NVRTC is not loadable: {e}", allow_module_level=True)
+
+
+def _lowered(**options):
+    a, kw = _examples()["gemm_fp8"]
+    return backends.get("hopper").lower(gemm_fp8, *a, options=options, **kw)
+
+
+@pytest.mark.parametrize("options", [{}, {"overlap": False, "epilogue": "regs"}])
+def test_lowers_and_compiles_with_qgmma(options, tmp_path):
+    low = _lowered(**options)
+    assert "mma(part, a, b, tb=True, accumulate=False)" in low.source  # the tile program, quoted
+    c = runtime.compile_cuda(low.source, name=low.entry + ".cu", cache=False)
+    assert "0 bytes spill stores" in c.log and "0 bytes stack frame" in c.log, c.log
+    assert "serialized" not in c.log, "ptxas serialized the wgmmas:\n" + c.log
+    sass = _sass(c.cubin, tmp_path)
+    assert "QGMMA.64x128x32.F32.E4M3.E4M3" in sass
+    assert "HGMMA" not in sass and "HMMA" not in sass
+    for needle in ("UTMALDG.2D", "SYNCS", "USETMAXREG"):
+        assert needle in sass, needle
+    assert "LDL" not in sass and "STL" not in sass
+
+
+def test_f32_output_compiles():
+    k = lower_fp8.fp8_source("float32")
+    c = runtime.compile_cuda(k["source"], name=k["name"] + ".cu", cache=False)
+    assert "0 bytes spill stores" in c.log and "serialized" not in c.log
+
+
+def test_refuses_other_shapes_and_formats():
+    import torch
+
+    a, kw = _examples()["gemm_fp8"]
+    with pytest.raises(LoweringError, match="BK and BN must be 128"):
+        backends.get("hopper").lower(gemm_fp8, *a, BN=64)
+    fnuz = torch.empty(64, 64, dtype=torch.float8_e4m3fnuz, device="meta")
+    with pytest.raises(LoweringError, match="gfx942"):
+        backends.get("hopper").lower(gemm_fp8, fnuz, fnuz, *a[2:])
+    with pytest.raises(ValueError, match="shared memory"):
+        lower_fp8.fp8_source("bf16", stages=7)
