@@ -38,7 +38,11 @@ VARIANTS = {  # name -> (constexpr overrides, lowering options); see bench/hoppe
     "auto": ({}, {}),                                           # defaults: persistent, PingPong turns, rotated, deepest ring
     "np": ({}, {"persistent": False}),                          # one CTA per program
     "p0fast": ({}, {"order": "pid0_fastest"}),                  # run 3's persistent order (= auto when not causal)
+    "bn176": ({"BN": 176}, {}),                                 # FA3's D=128 key block (wgmma N=176)
+    "bn192": ({"BN": 192}, {}),                                 # a wider key block at D=64
+    "c3bm192": ({"BM": 192}, {"consumers": 3, "pingpong": False}),  # three consumers of 64 rows at D=64
 }
+VARIANT_DIMS = {"bn176": (128,), "bn192": (64,), "c3bm192": (64,)}  # head dims a variant is built for
 
 
 def record(kind, **row):
@@ -119,7 +123,9 @@ def phase_check(args):
             lo, _ = _ref(q, k, v, causal, torch.bfloat16)
             e_lp = (lo - ro).abs().max().item()
             for variant in VARIANTS:
-                if variant.startswith("c3") and D != 64:
+                if D not in VARIANT_DIMS.get(variant, (D,)):
+                    continue
+                if args.variants and variant not in args.variants.split(","):
                     continue
                 try:
                     go, o, lse = _launcher(q, k, v, causal, variant)
@@ -245,7 +251,7 @@ def phase_time(args):
                 flops = 4 * B * H * S * S * D / (2 if causal else 1)
                 fns = {}
                 for variant in VARIANTS:
-                    if variant.startswith("c3") and D != 64:
+                    if D not in VARIANT_DIMS.get(variant, (D,)):
                         continue
                     if args.variants and variant not in args.variants.split(","):
                         continue

@@ -65,7 +65,7 @@ class HopperBackend(Backend):
 
     def config(self, kernel: str, **problem) -> dict:
         cls = LOWERINGS.get(kernel)
-        return cls.config(**problem) if cls is not None and hasattr(cls, "config") else {}
+        return cls.config(kernel=kernel, **problem) if cls is not None and hasattr(cls, "config") else {}
 
     def _lowering(self, name: str):
         """The suite kernel's own lowering; a kernel of the user's is tried as a GEMM, whose
