@@ -7,7 +7,6 @@ compiles. On an NVIDIA GPU: planted bugs (a wrong MFMA layout entry, missing s_w
 ping-pong barrier) make the emulated run fail, and the unplanted kernels pass. The portability suite
 (tests/portability) runs every kernel through cdna-emu for both targets on the GPU.
 """
-import dataclasses
 import math
 import os
 import re

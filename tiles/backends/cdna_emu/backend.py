@@ -89,7 +89,9 @@ class CDNAEmuBackend(CDNABackend):
         have = torch.cuda.get_device_properties(0).shared_memory_per_block_optin
         if have < need:
             return False, f"emulating {self.target} needs {need} bytes of shared memory per block, this GPU has {have}"
-        return True, f"{self.target} emulated on {torch.cuda.get_device_name()} (NVRTC {major}.{minor}); {WHAT_IT_CHECKS}"
+        other = [f"'cdna-emu:{a}'" for a in ARCHES if a != self.target]
+        return True, (f"{self.target} emulated on {torch.cuda.get_device_name()} (NVRTC {major}.{minor}; "
+                      f"{', '.join(other)} for the other target); {WHAT_IT_CHECKS}")
 
     def serves(self, device: torch.device) -> bool:
         return device.type == "cuda" and getattr(torch.version, "hip", None) is None
