@@ -40,7 +40,8 @@ def _lowered(**options):
     return backends.get("hopper").lower(gemm_fp8, *a, options=options, **kw)
 
 
-@pytest.mark.parametrize("options", [{}, {"overlap": False, "epilogue": "regs"}])
+@pytest.mark.parametrize("options", [{}, {"overlap": False, "epilogue": "regs"}, {"BN": 256}, {"cluster": 2},
+                                     {"BN": 256, "cluster": 2, "epilogue": "regs"}])
 def test_lowers_and_compiles_with_qgmma(options, tmp_path):
     low = _lowered(**options)
     assert "mma(part, a, b, tb=True, accumulate=False)" in low.source  # the tile program, quoted
@@ -72,3 +73,21 @@ def test_refuses_other_shapes_and_formats():
         backends.get("hopper").lower(gemm_fp8, fnuz, fnuz, *a[2:])
     with pytest.raises(ValueError, match="shared memory"):
         lower_fp8.fp8_source("bf16", stages=7)
+
+
+def test_wide_tiles_and_clusters():
+    """BN=256 (two of the program's 128-wide tiles per CTA) fits shared memory with the ring shortened to 4
+    stages, and is picked only where the tile count keeps the SMs busy (bench/hopper_fp8_notes.md)."""
+    low = _lowered(BN=256)
+    assert low.notes["config"]["stages"] == 4 and low.notes["config"]["overlap"] is False
+    assert "mma_half<1>" in low.source and "128x256x128" in low.entry
+    low = _lowered(cluster=2)
+    assert "__cluster_dims__(CLUSTER, 1, 1)" in low.source and "tma_load_2d_multicast" in low.source
+    with pytest.raises(LoweringError, match="BN=128 or 256"):
+        _lowered(BN=192)
+    with pytest.raises(ValueError, match="cluster"):
+        lower_fp8.fp8_source("bf16", cluster=4)
+    # the five issue-#9 shapes on the H200's 132 SMs: 256 only for the two large outputs (as measured)
+    picks = {(m, n): lower_fp8.choose_bn(m, n, 132) for m, n in
+             [(1024, 1536), (1024, 4608), (6144, 7168), (6144, 1536), (8192, 8192)]}
+    assert picks == {(1024, 1536): 128, (1024, 4608): 128, (6144, 7168): 256, (6144, 1536): 128, (8192, 8192): 256}

@@ -9,6 +9,10 @@ The lowering recognises the tile program's shape and checks each assumption the 
 * after it: store(C[:, :], acc, row=R, col=C);
 * BK = BN = 128 (one promotion per scale block; one B scale per tile) and BM = 64 x consumers.
 
+Lowering options (fp8_source's): BN=256 puts two of the program's 128-wide N tiles in one CTA (two
+B scale blocks; the promotion runs per N half), cluster=2 pairs CTAs along M that share each B tile
+through TMA multicast, plus stages, group_m, overlap, epilogue and the register split.
+
 The four ops after the mma become one fused promotion (acc += part * (sa[row] * sb)) per thread.
 The grid becomes persistent CTAs visiting the same tiles in grouped order. Hopper's fp8 wgmma reads
 both operands K-major from shared memory, so the launcher hands it K-major A and B: an operand whose
@@ -26,7 +30,22 @@ from tiles.core.patterns import Pipelined, ProducerConsumer
 from . import gemm_probe, runtime
 
 ARCH = runtime.ARCH
-DEFAULTS = dict(stages=6, group_m=8, producer_regs=40, consumer_regs=232, epilogue="tma")
+DEFAULTS = dict(stages=6, group_m=8, producer_regs=40, consumer_regs=232, epilogue="tma", overlap=True, cluster=1)
+# What the lowering picks where the options leave it open: the CTA's N width (the tile program's BN is the
+# 128-wide scale block; 256 = two of its tiles per CTA). Set from the H200 measurements (bench/hopper_fp8_notes.md).
+LOWER_DEFAULTS = dict(BN=128)
+# Per-tile speed of BN=256 over BN=128 when both fill the chip (H200, 2026-11-29: 1121 vs 1034 TFLOP/s at
+# 8192^3, 1037 vs 989 at 6144x7168x2304); its tiles are twice as large, so it wins only with enough of them.
+BN256_SPEEDUP = 1.08
+
+
+def choose_bn(M: int, N: int, sms: int) -> int:
+    """The CTA's N width for an M x N output on `sms` persistent CTAs: each CTA takes ceil(tiles / sms)
+    tiles in turn, so the run takes that many tile times; BN=256 tiles cost 2/BN256_SPEEDUP of a BN=128 one."""
+    def cost(bn, per_tile):
+        tiles = -(-M // 128) * -(-N // bn)
+        return -(-tiles // sms) * per_tile
+    return 256 if cost(256, 2 / BN256_SPEEDUP) < cost(128, 1.0) else 128
 SMEM_LIMIT = gemm_probe.SMEM_LIMIT
 
 
@@ -38,16 +57,19 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
         raise TypeError(f"unknown gemm_fp8 options {sorted(unknown)}; known: {sorted(DEFAULTS)}")
     cfg = dict(DEFAULTS, **over, BM=BM, BN=BN, BK=BK, consumers=consumers)
     ot = gemm_probe.ctype(out_dtype)
-    if BK != 128 or BN != 128:
-        raise ValueError(f"BK and BN must be 128 (the scale block), got BK={BK}, BN={BN}")
+    if BK != 128 or BN not in (128, 256):
+        raise ValueError(f"BK and BN must be 128 (the scale block; BN=256 is two of them), got BK={BK}, BN={BN}")
+    if BN == 256:
+        cfg["overlap"] = False  # acc (128 registers) + one 64-register scratch: no room for a second
+    if cfg["cluster"] not in (1, 2):
+        raise ValueError(f"cluster must be 1 or 2, got {cfg['cluster']}")
     if BM != 64 * consumers:
         raise ValueError(f"BM={BM} must be 64 rows per consumer warpgroup ({consumers} consumers)")
     if cfg["epilogue"] not in ("regs", "tma"):
         raise ValueError(f"epilogue must be 'regs' or 'tma', got {cfg['epilogue']!r}")
-    name = name or "tiles_gemm_fp8_{ot}_{BM}x{BN}x{BK}_s{stages}_g{group_m}_{epilogue}".format(ot=ot, **cfg)
-    smem = cfg["stages"] * (BM + BN) * BK + 1024 + 1024
-    if cfg["epilogue"] == "tma":
-        smem += consumers * 2 * 64 * 128
+    name = (name or "tiles_gemm_fp8_{ot}_{BM}x{BN}x{BK}".format(ot=ot, **cfg)) + "_s{stages}_g{group_m}_{epilogue}{ov}{cl}".format(
+        ov="_ov" if cfg["overlap"] else "", cl=f"_cl{cfg['cluster']}" if cfg["cluster"] > 1 else "", **cfg)
+    smem = _smem(cfg, BM, BN, BK)
     if smem > SMEM_LIMIT:
         raise ValueError(f"{cfg['stages']} stages need {smem} bytes of shared memory (limit {SMEM_LIMIT})")
     src = gemm_probe._env().get_template("gemm_fp8.cu.j2").render(name=name, out_t=ot, ir_name=ir_name,
@@ -55,10 +77,16 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
     return dict(source=src, name=name, cfg=cfg, smem=smem, threads=128 * (1 + consumers))
 
 
+def _smem(cfg: dict, BM: int, BN: int, BK: int) -> int:
+    smem = cfg["stages"] * (BM + BN) * BK + 1024 + 1024
+    if cfg.get("epilogue", DEFAULTS["epilogue"]) == "tma":
+        smem += cfg["consumers"] * 2 * 64 * 128
+    return smem
+
+
 class Fp8GemmLowering(Lowering):
     backend = "hopper"
     template_dir = str(gemm_probe.TEMPLATES)
-    _kernels: dict = {}  # (entry, source, device) -> loaded Kernel
 
     def __init__(self, kernel: ir.Kernel, arch: Optional[str] = None, **options):
         super().__init__(kernel, arch or ARCH)
@@ -123,21 +151,28 @@ class Fp8GemmLowering(Lowering):
         if not isinstance(p, (ProducerConsumer, Pipelined)):
             raise LoweringError(f"hopper: no fp8 GEMM schedule for pattern {p.describe()}")
         consumers = p.consumers if isinstance(p, ProducerConsumer) else 2
-        cfg = dict(stages=p.stages, consumers=consumers)
+        cfg = dict(stages=p.stages, consumers=consumers, BN=LOWER_DEFAULTS["BN"] if g["BN"] == 128 else g["BN"])
         if "group" in self.k.constexprs:
             cfg["group_m"] = int(self.k.constexprs["group"])
         cfg.update(self.options)
+        if "stages" not in self.options:  # the pattern's ring depth, as deep as shared memory allows
+            while cfg["stages"] > 2 and _smem(cfg, g["BM"], cfg["BN"], g["BK"]) > SMEM_LIMIT:
+                cfg["stages"] -= 1
         return cfg
 
     def lower(self) -> Lowered:
         g = self.match()
         cfg = self._config(g)
-        name = f"tiles_{self.k.name}_hopper_{g['C'].dtype.name}_{g['BM']}x{g['BN']}x{g['BK']}"
+        BN = cfg.pop("BN")
+        if BN != g["BN"] and not (g["BN"] == 128 and BN == 256):
+            raise LoweringError(f"hopper: fp8 GEMM option BN={BN}: a CTA takes one or two of the program's "
+                                f"{g['BN']}-wide tiles (BN=128 or 256)")
+        name = f"tiles_{self.k.name}_hopper_{g['C'].dtype.name}_{g['BM']}x{BN}x{g['BK']}"
         try:
-            kern = fp8_source(g["C"].dtype.name, name=name, BM=g["BM"], BN=g["BN"], BK=g["BK"],
+            kern = fp8_source(g["C"].dtype.name, name=name, BM=g["BM"], BN=BN, BK=g["BK"],
                               ir_name=self.k.name, ir_text=self.k.text(), **cfg)
         except (ValueError, TypeError) as e:
-            raise LoweringError(f"hopper: fp8 GEMM {g['BM']}x{g['BN']}x{g['BK']} {cfg}: {e}") from None
+            raise LoweringError(f"hopper: fp8 GEMM {g['BM']}x{BN}x{g['BK']} {cfg}: {e}") from None
         A, B, SA, SB, C = g["A"], g["B"], g["SA"], g["SB"], g["C"]
         args = [("tma", A), ("tma", B), ("tma_out", C), ("ptr", C), ("ptr", SA), ("stride64", SA.strides[0]),
                 ("stride64", SA.strides[1]), ("ptr", SB), ("stride64", SB.strides[0]), ("stride64", SB.strides[2]),
@@ -146,7 +181,7 @@ class Fp8GemmLowering(Lowering):
                        block=(kern["threads"], 1, 1), shared_bytes=kern["smem"], args=args,
                        headers=header_files(str(runtime.INCLUDE_DIR)),
                        notes={"config": kern["cfg"], "template_version": runtime.TEMPLATE_VERSION,
-                              "grid": "persistent: min(tiles, SMs)",
+                              "grid": "persistent: min(tiles, SMs), in clusters of `cluster` CTAs",
                               "requires": ["A and B K-major (else the launcher makes K-major copies)",
                                            "C rows 16-byte aligned for the TMA-store epilogue (else epilogue='regs')"]})
 
@@ -156,52 +191,83 @@ class Fp8GemmLowering(Lowering):
     @classmethod
     def prepare(cls, backend, kfn, A, B, SA, SB, C, **kwargs):
         """A zero-argument launcher for these tensors (the benchmark reuses it), or None if empty."""
-        import torch
-
-        M, K = A.shape
-        N = B.shape[0]
-        if M == 0 or N == 0 or K == 0:
-            return None
-        # K-major operands (the fp8 wgmma's only form), rows 16-byte aligned for TMA
-        keep = []
-        ops8 = []
-        for t in (A, B):
-            if t.stride(1) != 1:
-                t = t.contiguous()
-            u8 = gemm_probe._tma_ready(t.view(torch.uint8), K)
-            keep.append(u8)
-            ops8.append(u8)
         tma_out = C.stride(1) == 1 and (C.stride(0) * C.element_size()) % 16 == 0 and C.data_ptr() % 16 == 0
         options = {} if tma_out else {"epilogue": "regs"}
+        if kwargs.get("BN", 128) == 128:  # one or two of the program's 128-wide tiles per CTA, by the tile count
+            options["BN"] = choose_bn(A.shape[0], B.shape[0], runtime.num_sms())
         key = (id(kfn.trace(A, B, SA, SB, C, **kwargs)), tuple(sorted(options.items())))
         low = cls._lowered.get(key)
-        if low is None:
+        if low is None:  # lowering renders a template: once per specialization, not per call
             low = cls._lowered[key] = backend.lower(kfn, A, B, SA, SB, C, options=options, **kwargs)
-        cfg = low.notes["config"]
-        kkey = (low.entry, low.source, torch.cuda.current_device())
-        kern = cls._kernels.get(kkey)
-        if kern is None:
-            comp = runtime.compile_cuda(low.source, name=low.entry + ".cu")
-            kern = cls._kernels[kkey] = runtime.load(comp.cubin, low.entry)
-        map_a = runtime.tensor_map_2d(ops8[0], cfg["BM"], cfg["BK"])
-        map_b = runtime.tensor_map_2d(ops8[1], cfg["BN"], cfg["BK"])
-        map_c = runtime.tensor_map_2d(C, 64, 128 // C.element_size()) if tma_out else runtime.null_map()
-        tiles = -(-M // cfg["BM"]) * -(-N // cfg["BN"])
-        grid = max(1, min(tiles, runtime.num_sms()))
-        argv = [map_a, map_b, map_c, runtime.arg_ptr(C), runtime.arg_ptr(SA), runtime.arg_i64(SA.stride(0)),
-                runtime.arg_i64(SA.stride(1)), runtime.arg_ptr(SB), runtime.arg_i64(SB.stride(0)),
-                runtime.arg_i64(SB.stride(2)), runtime.arg_i32(M), runtime.arg_i32(N), runtime.arg_i32(K),
-                runtime.arg_i64(C.stride(0))]
-        keep += [SA, SB, C]
-
-        def go():
-            _ = keep
-            kern.launch((grid, 1, 1), low.block, argv, smem=low.shared_bytes)
-        go.lowered = low
-        return go
+        return bind(dict(source=low.source, name=low.entry, cfg=low.notes["config"], smem=low.shared_bytes,
+                         threads=low.block[0]), A, B, SA, SB, C)
 
     @classmethod
     def launch(cls, backend, kfn, *args, **kwargs):
         go = cls.prepare(backend, kfn, *args, **kwargs)
         if go is not None:
             go()
+
+
+_kernels: dict = {}  # (entry, source, device) -> loaded Kernel
+
+
+class _Kern:  # what gemm_probe._max_clusters reads of a kernel
+    def __init__(self, name, smem_bytes, threads, cfg):
+        self.name, self.smem_bytes, self.threads, self.cfg = name, smem_bytes, threads, cfg
+
+
+def bind(kern: dict, A, B, SA, SB, C):
+    """Compile/load `kern` (fp8_source's dict) and return a zero-argument launcher for these tensors,
+    or None when there is nothing to compute. SB is the 3-D per-column view of the block scales."""
+    import torch
+
+    M, K = A.shape
+    N = B.shape[0]
+    if M == 0 or N == 0 or K == 0:
+        return None
+    cfg = kern["cfg"]
+    # K-major operands (the fp8 wgmma's only form) with 16-byte aligned rows for TMA, as bytes
+    ops8 = []
+    for t in (A, B):
+        if t.stride(1) != 1 and t.shape[1] > 1:
+            t = t.contiguous()  # the transposed layouts: one K-major copy per call
+        ops8.append(gemm_probe._tma_ready(t.view(torch.uint8), K))
+    tma_out = cfg["epilogue"] == "tma"
+    kkey = (kern["name"], kern["source"], torch.cuda.current_device())
+    k = _kernels.get(kkey)
+    if k is None:  # compile (disk-cached) and load once per source and device
+        comp = runtime.compile_cuda(kern["source"], name=kern["name"] + ".cu")
+        k = _kernels[kkey] = runtime.load(comp.cubin, kern["name"])
+    map_a = runtime.tensor_map_2d(ops8[0], cfg["BM"], cfg["BK"])
+    cl = cfg["cluster"]
+    map_b = runtime.tensor_map_2d(ops8[1], cfg["BN"] // cl, cfg["BK"])  # with multicast, each CTA fetches a share
+    map_c = runtime.tensor_map_2d(C, 64, 128 // C.element_size()) if tma_out else runtime.null_map()
+    ctiles = -(-M // (cfg["BM"] * cl)) * -(-N // cfg["BN"])
+    slots = runtime.num_sms() // cl
+    if cl > 1:
+        slots = min(slots, gemm_probe._max_clusters(k, _Kern(kern["name"], kern["smem"], kern["threads"], cfg)))
+    grid = max(1, min(ctiles, slots)) * cl
+    argv = [map_a, map_b, map_c, runtime.arg_ptr(C), runtime.arg_ptr(SA), runtime.arg_i64(SA.stride(0)),
+            runtime.arg_i64(SA.stride(1)), runtime.arg_ptr(SB), runtime.arg_i64(SB.stride(0)),
+            runtime.arg_i64(SB.stride(2)), runtime.arg_i32(M), runtime.arg_i32(N), runtime.arg_i32(K),
+            runtime.arg_i64(C.stride(0))]
+    keep = (ops8, SA, SB, C)  # what the raw pointers in argv point into outlives the launches
+
+    def go():
+        _ = keep
+        k.launch((grid, 1, 1), (kern["threads"], 1, 1), argv, smem=kern["smem"])
+    return go
+
+
+def launcher(a, b, a_scale, b_scale, out=None, **cfg):
+    """tiles.gemm_fp8's problem on a chosen configuration (fp8_source options), for tuning:
+    (go, out). a (M, K), b (N, K) float8_e4m3fn; scales as tiles.gemm_fp8 takes them."""
+    import torch
+
+    M, N = a.shape[0], b.shape[0]
+    out = torch.empty(M, N, dtype=torch.bfloat16, device=a.device) if out is None else out
+    if not (out.stride(1) == 1 and (out.stride(0) * out.element_size()) % 16 == 0 and out.data_ptr() % 16 == 0):
+        cfg = dict(cfg, epilogue="regs")  # TMA stores need 16-byte aligned rows
+    sb = b_scale.unsqueeze(1).expand(b_scale.shape[0], 128, b_scale.shape[1])
+    return bind(fp8_source(out.dtype, **cfg), a, b, a_scale, sb, out), out

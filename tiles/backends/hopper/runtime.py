@@ -293,7 +293,8 @@ def _tma_dtype(dtype):
     cu = _cu()
     T = cu.CUtensorMapDataType
     table = {torch.bfloat16: T.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, torch.float16: T.CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-             torch.float32: T.CU_TENSOR_MAP_DATA_TYPE_FLOAT32}
+             torch.float32: T.CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+             torch.uint8: T.CU_TENSOR_MAP_DATA_TYPE_UINT8}  # 8-bit floats travel as bytes
     if dtype not in table:
         raise TypeError(f"no TMA element type for {dtype}")
     return table[dtype]
