@@ -1,11 +1,14 @@
 #!/bin/sh
-# The short closing device call of a session: the quick benchmark (gemm, attention forward) and the
-# four compute-sanitizer tools over bench/sanitize_suite.py.
+# The closing device call of a session: the portability suite on every backend the GPU runs (hopper,
+# and cdna-emu for gfx942 and gfx950 with the emulator's planted-bug tests), then the standard benchmark
+# (gemm, gemm_fp8, attention forward and backward; compile and cached-load times from empty caches).
+set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1 TILES_CACHE_DIR=/tmp/tiles-cache
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-python3 -m tiles.bench run --suite quick --kernels gemm,attention_fwd --reps 20 --budget 0.4 \
-    --out "$OUT/H200-$(date +%F).json" 2>&1 | tail -40
-for tool in memcheck racecheck synccheck initcheck; do
-    echo "== $tool"
-    compute-sanitizer --tool $tool --report-api-errors no --print-limit 3 python3 bench/sanitize_suite.py 2>&1 | tail -8
-done
+N=""; python3 -c "import xdist" 2>/dev/null && N="-n 8"
+python3 -m pytest -q -p no:cacheprovider $N -W ignore tests/cdna_emu tests/portability -rfs --tb=short \
+    > "$OUT/tests.txt" 2>&1
+grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/tests.txt" | cut -c1-200 | head -40
+python3 -m tiles.bench run --suite standard --kernels gemm,gemm_fp8,attention_fwd,attention_bwd --reps 10 \
+    --budget 0.25 --out "$OUT/H200-$(date +%F).json" > "$OUT/bench.txt" 2>&1
+tail -4 "$OUT/bench.txt"
