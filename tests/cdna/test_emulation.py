@@ -176,6 +176,8 @@ int main() {
   for (int l = 0; l < 64; ++l) printf("op16 %d %d %d\n", l, rt_op<16, 32, 16>::row_of(l, 0), rt_op<16, 32, 16>::k_of(l, 0));
   for (int r = 0; r < 64; ++r) for (int c = 0; c < 64; c += 8) printf("stA %d %d %u\n", r, c, st<64, 64, 0, 1, 7>::offset(r, c));
   for (int r = 0; r < 64; ++r) for (int c = 0; c < 32; c += 2) printf("stB %d %d %u\n", r, c, st<64, 32, 0, 31, 7>::offset(r, c));
+  for (int r = 0; r < 32; ++r) for (int c = 0; c < 128; c += 4) printf("stP %d %d %u\n", r, c, st<32, 128, 0, 1, 15, 256>::offset(r, c));
+  for (int r = 0; r < 64; ++r) for (int c = 0; c < 64; c += 8) printf("stQ %d %d %u\n", r, c, st<64, 64, 0, 31, 15, 256>::offset(r, c));
   for (int w = 0; w < 1100; ++w) printf("remap %d %d\n", w, chiplet_remap(w, 1100, 8, 16));
   for (int i = 0; i < 91; ++i) { tile_rc t = grouped_tile(i, 7, 13, 3); printf("group %d %d %d\n", i, t.m, t.n); }
   return 0;
@@ -201,9 +203,13 @@ def test_header_index_math_matches_python():
             assert v[2] == L.Swizzle(0, 1, 7).offset(v[0], v[1], 128)
         elif kind == "stB":
             assert v[2] == L.Swizzle(0, None, 7).offset(v[0], v[1], 64)
+        elif kind == "stP":  # 256-byte (line-pair) blocks, as gfx950's 256-byte rows use them
+            assert v[2] == L.Swizzle(0, 1, 15, 256).offset(v[0], v[1], 256)
+        elif kind == "stQ":  # 128-byte rows, two per block
+            assert v[2] == L.Swizzle(0, None, 15, 256).offset(v[0], v[1], 128)
         elif kind == "remap":
             assert v[1] == S.chiplet_remap(v[0], 1100, 8, 16)
         elif kind == "group":
             assert (v[1], v[2]) == S.grouped_tile(v[0], 7, 13, 3)
         n += 1
-    assert n == 64 * 16 + 64 * 4 + 64 + 64 + 64 * 8 + 64 * 16 + 1100 + 91
+    assert n == 64 * 16 + 64 * 4 + 64 + 64 + 64 * 8 + 64 * 16 + 32 * 32 + 64 * 8 + 1100 + 91

@@ -1,5 +1,6 @@
 """The 4-wave interleave GEMM (templates/gemm_interleave*.hip.j2): one wave per SIMD (256 threads) with the
-whole 512-register file, MFMAs / LDS reads / global loads interleaved by sched_group_barrier as
+whole 512-register file, the accumulators pinned in AGPRs (inline-asm MFMAs, arch.h mfma32_agpr), MFMAs /
+LDS reads / global loads interleaved one by one in source order (InterleaveConfig.issue_order) as
 schedule.interleave_pattern says. Compiled for gfx942 (clang-22, clang-19) and gfx950 (clang-22) and read
 back from the ISA; its schedule checked; the kernel -- rendered directly and lowered from the IR of a GEMM
 that declares ``Interleave`` -- run on the CPU emulation of arch.h against a float64 reference."""
@@ -13,7 +14,7 @@ import torch
 
 from tiles.backends.cdna import compile as cc
 from tiles.backends.cdna import schedule as S
-from tiles.backends.cdna.gemm_probe import LDS_LIMIT, interleave_config, render_gemm_interleave, sched_groups
+from tiles.backends.cdna.gemm_probe import LDS_LIMIT, interleave_config, render_gemm_interleave
 from tiles.backends.cdna.lower import CDNALowering
 from tiles.core.patterns import Interleave
 from tiles.core.trace import KernelFn
@@ -101,19 +102,152 @@ def test_interleave_isa_and_resources(arch, clang, mf):
     assert r.notes["private_segment_fixed_size"] == 0 and r.notes["vgpr_spill_count"] == 0
     # one wave per SIMD with the whole file: VGPR + AGPR <= 512, more than a 2-wave budget would allow
     assert 256 < r.vgpr_total <= 512 and res["occupancy"] == 1, r.summary()
-    assert res["agpr"] > 0, r.summary()  # the compiler puts part (clang-22) or all (clang-19) of the accumulators in AGPRs
+    # every accumulator register in AGPRs (arch.h mfma32_agpr), on both compilers
+    assert res["agpr"] >= 4 * (cfg.bm // 4) * (cfg.bn // 4) // 64, r.summary()
     assert res["lds"] == cfg.lds_bytes <= LDS_LIMIT[arch] and r.notes["group_segment_fixed_size"] == cfg.lds_bytes
     assert r.notes["max_flat_workgroup_size"] == 256
 
 
+def _kinds(lines):
+    """hardware MFMAs, ds_read_b128 and buffer loads among assembly lines"""
+    ops = [ln.split()[0] for ln in lines if ln.strip() and not ln.lstrip().startswith((";", "."))]
+    return (sum(o.startswith("v_mfma") for o in ops), ops.count("ds_read_b128"), ops.count("buffer_load_dwordx4"))
+
+
+def test_issue_order_follows_the_pattern_and_the_data():
+    """InterleaveConfig.issue_order spells the schedule's pattern out instruction by instruction: every
+    MFMA, second-half read and global load exactly once, MFMA groups of the pattern's sizes (in hardware
+    MFMAs; gfx942: two per logical chunk), and no MFMA before the reads of its operands."""
+    for arch in ("gfx942", "gfx950"):
+        for mf in (32, 16):
+            cfg = interleave_config(arch, mf=mf)
+            groups = cfg.issue_order()
+            items = [it for g in groups for it in g]
+            assert len(items) == len(set(items))
+            n = {k: sum(it[0] == k for it in items) for k in ("mfma", "ds_read", "vmem")}
+            assert n == {"mfma": cfg.mfma_per_cluster // cfg.mfma_per_logical, "ds_read": cfg.ds_reads_interleaved,
+                         "vmem": cfg.a_loads + cfg.b_loads}
+            read = set()
+            for it in items:
+                if it[0] == "ds_read":
+                    read.add(it)
+                elif it[0] == "mfma":
+                    _, h0, h1, i, j, s_ = it
+                    assert (not h1 or ("ds_read", "B", i, s_) in read) and (not h0 or ("ds_read", "A", j, s_) in read), it
+            pat = [n for kind, n in cfg.schedule().body[0].pattern if kind == "mfma"]
+            got = [sum(it[0] == "mfma" for it in g) * cfg.mfma_per_logical for g in groups if any(it[0] == "mfma" for it in g)]
+            if arch == "gfx950":
+                assert got == pat
+
+
 @pytest.mark.parametrize("arch,clang", TOOLCHAINS)
-def test_sched_group_barriers_in_assembly(arch, clang):
+def test_interleave_order_in_assembly(arch, clang):
+    """The K loop's instructions between consecutive sched_barriers of the -S output are exactly the
+    groups of issue_order: the hand interleave survives the compiler (the scheduler cannot move MFMAs,
+    reads or loads across a sched_barrier)."""
     need_clang(clang)
     _, r = compiled(arch, clang, asm=True)
     cfg = interleave_config(arch)
-    got = [(int(m, 16), int(n)) for m, n in re.findall(r"sched_group_barrier mask\(0x([0-9a-f]+)\) size\((\d+)\) SyncID\(0\)", r.asm)]
-    assert got == sched_groups(cfg.schedule().body[0].pattern)
-    assert r.asm.count("sched_barrier mask(0x00000000)") >= 2 * 2
+    assert "sched_group_barrier" not in r.asm  # the inline-asm MFMAs are placed by source order instead
+    segs = re.split(r"; sched_barrier mask\(0x00000000\)", r.asm)
+    got = [_kinds(seg.splitlines()) for seg in segs]
+    want = [(sum(it[0] == "mfma" for it in g) * cfg.mfma_per_logical, sum(it[0] == "ds_read" for it in g),
+             sum(it[0] == "vmem" for it in g)) for g in cfg.issue_order()]
+    # find the run of segments of the loop's mixed cluster
+    runs = [k for k in range(len(got) - len(want) + 1) if got[k:k + len(want)] == want]
+    assert runs, (got, want)
+
+
+# ---------------------------------------------------------------- accumulators pinned in AGPRs
+
+_REG = re.compile(r"\b([va])(?:\[(\d+):(\d+)\]|(\d+))")
+
+
+def _regs(operand):
+    m = _REG.search(operand)
+    if not m:
+        return set()
+    lo, hi = (int(m.group(2)), int(m.group(3))) if m.group(2) else (int(m.group(4)), int(m.group(4)))
+    return {(m.group(1), r) for r in range(lo, hi + 1)}
+
+
+def _insts(disasm):
+    out = []
+    for ln in disasm.splitlines():
+        code = ln.split("//")[0].strip()
+        if code and not code.endswith(":") and not code.startswith("<"):
+            op, _, rest = code.partition(" ")
+            out.append((op, [x.strip() for x in rest.split(",")] if rest else []))
+    return out
+
+
+def mfma_hazards(disasm):
+    """The MFMA hazards the compiler cannot see through inline asm, checked on the ISA:
+    * every MFMA accumulates in place in AGPRs (vDst == SrcC, an a[..] range): back-to-back MFMAs on the same
+      accumulator need no wait states, and nothing else touches the accumulator between them;
+    * no VALU instruction writes an MFMA's SrcA / SrcB VGPRs within the 2 wait states before it;
+    * no VALU reads or writes an accumulator AGPR (v_accvgpr_read/write) within 20 wait states after an MFMA
+      that wrote it (16 passes + 4)."""
+    errs = []
+    ins = _insts(disasm)
+    for k, (op, ops) in enumerate(ins):
+        if not op.startswith("v_mfma"):
+            continue
+        if not (ops[0].startswith("a[") and ops[0] == ops[3]):
+            errs.append(f"{k}: {op} {ops}: not accumulating in place in AGPRs")
+        src = _regs(ops[1]) | _regs(ops[2])
+        ws = 0
+        for op2, ops2 in reversed(ins[max(0, k - 4):k]):
+            if ws >= 2:
+                break
+            if op2 == "s_nop":
+                ws += int(ops2[0], 0) + 1
+                continue
+            if op2.startswith("v_") and not op2.startswith("v_mfma") and ops2 and _regs(ops2[0]) & src:
+                errs.append(f"{k}: {op2} {ops2} writes a source of {op} {ops} {ws} wait states before it")
+            ws += 1
+        dst, ws = _regs(ops[0]), 0
+        for op2, ops2 in ins[k + 1:k + 24]:
+            if ws >= 20:
+                break
+            if op2 == "s_nop":
+                ws += int(ops2[0], 0) + 1
+                continue
+            if op2.startswith("v_accvgpr") and any(_regs(o) & dst for o in ops2):
+                errs.append(f"{k}: {op2} {ops2} touches the result of {op} {ops} {ws} wait states after it")
+            ws += 1
+    return errs
+
+
+@pytest.mark.parametrize("arch,clang", TOOLCHAINS)
+@pytest.mark.parametrize("mf", [32, 16])
+def test_interleave_accumulators_stay_in_agprs(arch, clang, mf):
+    """The issue's "explicit register ranges": with mfma32_agpr / pin_agpr the K loop holds every accumulator
+    in AGPRs with no v_accvgpr copy (clang-22 with the builtins: ~30 reads/writes per K tile), no spill and
+    no scratch, on clang-19 and clang-22; the hidden MFMA hazards are covered (mfma_hazards)."""
+    need_clang(clang)
+    _, r = compiled(arch, clang, mf)
+    body = cc.loop_body(r.disasm)
+    loop = cc.instruction_counts(body)
+    copies = {m: n for m, n in loop.items() if m.startswith("v_accvgpr")}
+    assert copies == {}, (copies, r.summary())
+    assert not any(m.startswith(("scratch_", "buffer_store")) for m in loop), loop
+    res = r.resources
+    assert res["scratch"] == 0 and res["vgpr_spill"] == 0 and res["sgpr_spill"] == 0, r.summary()
+    assert r.notes["private_segment_fixed_size"] == 0 and r.notes["vgpr_spill_count"] == 0
+    cfg = interleave_config(arch, mf=mf)
+    assert res["agpr"] == 4 * (cfg.bm // 4) * (cfg.bn // 4) // 64 and res["vgpr"] <= 256, r.summary()
+    assert mfma_hazards(r.disasm) == []
+
+
+def test_hazard_checker_sees_hazards():
+    dis = "\n".join(["v_add_u32_e32 v4, v1, v2", "v_mfma_f32_32x32x16_bf16 a[0:15], v[4:7], v[8:11], a[0:15]",
+                     "s_nop 7", "v_accvgpr_read_b32 v0, a3", "v_mfma_f32_32x32x16_bf16 v[0:15], v[4:7], v[8:11], v[0:15]"])
+    errs = mfma_hazards(dis)
+    assert len(errs) == 3 and "writes a source" in errs[0] and "touches the result" in errs[1] and "in place" in errs[2]
+    ok = "\n".join(["v_add_u32_e32 v4, v1, v2", "s_nop 1", "v_mfma_f32_32x32x16_bf16 a[0:15], v[4:7], v[8:11], a[0:15]",
+                    "s_nop 7", "s_nop 7", "s_nop 7", "v_accvgpr_read_b32 v0, a3"])
+    assert mfma_hazards(ok) == []
 
 
 @pytest.mark.parametrize("arch,clang", TOOLCHAINS)
@@ -139,7 +273,7 @@ def test_interleave_kernel_lowers_and_compiles(arch, clang):
     need_clang(clang)
     low = lowered(arch)
     assert low.block == (256, 1, 1) and low.notes["schedule"] == "interleave4" and "interleave" in low.entry
-    assert "kernel gemm(" in low.source and "sched_group_barrier" in low.source
+    assert "kernel gemm(" in low.source and "_agpr<T_IN>(" in low.source and "load_op_chunk<" in low.source
     r = cc.compile_hip(low.source, arch, clang)
     cfg = low.notes["config"]
     assert r.count(MFMA[(arch, 32)].format(t="bf16")) == cfg.mfma_per_cluster

@@ -157,3 +157,57 @@ def test_swizzle_choice_per_arch():
     assert L.choose_swizzle("gfx942", 64, 4) == L.Swizzle(0, None, 7)
     assert L.choose_swizzle("gfx950", 64, 4) == L.Swizzle(0, 1, 7)
     assert L.gemm_lds_conflicts("gfx950", 32, 64, L.Swizzle(0, None, 7), 4)["read_b128"] > 0
+
+
+# ---------------------------------------------------------------- every kernel, both targets
+
+def _kernel_configs():
+    from tiles.backends.cdna import gemm_probe as G
+    from tiles.backends.cdna import lower_attention as A
+    for arch in L.ARCHS:
+        for mf in (32, 16):
+            yield f"gemm-{arch}-mf{mf}", G.gemm_config(arch, mf=mf)
+            yield f"interleave-{arch}-mf{mf}", G.interleave_config(arch, mf=mf)
+        for D in (64, 128):
+            yield f"attn-fwd-{arch}-D{D}", A.AttnConfig(arch, "bf16", "bf16", D, 128, A.default_tiles(arch, D)["BN"], True)
+            yield f"attn-bwd-dq-{arch}-D{D}", A.BwdDqConfig(arch, "bf16", "bf16", D, 128, A.default_tiles_bwd(arch, D)["BN"], True)
+            t = A.default_tiles_dkdv(arch, D)
+            yield f"attn-bwd-dkdv-{arch}-D{D}", A.BwdDkdvConfig(arch, "bf16", "bf16", D, t["BM"], t["BN"], True)
+        yield f"attn-fwd-{arch}-D64-BM256", A.AttnConfig(arch, "bf16", "bf16", 64, 256, 128, True)
+
+
+@pytest.mark.parametrize("name,cfg", list(_kernel_configs()), ids=lambda x: x if isinstance(x, str) else "")
+def test_every_kernel_lds_access_is_conflict_free(name, cfg):
+    """Zero extra cycles under the bank model for EVERY wave-wide LDS instruction each kernel issues (all
+    row blocks, k-slabs, passes, waves and write numbers of each tile), on gfx942 and gfx950; each tile's
+    swizzle, chosen per instruction width and tile shape, permutes the tile."""
+    c = cfg.lds_conflicts() if hasattr(cfg, "lds_conflicts") else cfg.conflicts()
+    assert c and all(v == 0 for v in c.values()), (name, c)
+    assert any(k.endswith("read_b128") for k in c) and any("write" in k for k in c), c
+
+
+def test_line_pair_swizzle_is_what_gfx950_needs():
+    """gfx950's ds_read_b128 serves 16 lanes x 16 bytes = all 64 banks per phase; a 16x16 operand read of a
+    256-byte-row tile puts 16 lanes on the even lines of a line pair, so any line-local XOR leaves them on
+    32 of the 64 banks (the 4 extra cycles seen before), and only a line-pair (256-byte block) XOR fixes it.
+    gfx942 (32 banks, 8-lane phases) needs none."""
+    from tiles.backends.cdna import lower_attention as A
+    for name, acc in (("fwd K", A.perm_tile_accesses(16, 64, 128, "direct")),
+                      ("dkdv Q", A.perm_tile_accesses(16, 32, 128, "rows", 2, A.STAGE_THREADS)),
+                      ("fwd V^T D=64", A.t_tile_accesses(16, 64, 128, 2))):
+        line_local = [sw for sw in L.candidate_swizzles() if sw.block == 128]
+        assert min(sum(L.access_conflicts("gfx950", acc, sw).values()) for sw in line_local) == 4, name
+        chosen = L.best_swizzle("gfx950", acc)
+        assert chosen.block == 256 and sum(L.access_conflicts("gfx950", acc, chosen).values()) == 0, name
+        assert L.best_swizzle("gfx942", acc).block == 128, name
+
+
+def test_swizzle_blocks():
+    sw = L.Swizzle(0, 1, 15, 256)
+    assert sw.cpp_args() == "0, 1, 15, 256" and L.Swizzle(0, 1, 7).cpp_args() == "0, 1, 7"
+    assert L.swizzle_is_permutation(sw, 64, 256) and L.swizzle_is_permutation(sw, 64, 128)
+    assert not L.swizzle_is_permutation(sw, 1, 128)  # a tile of half a block cannot hold the XOR
+    # chunks move between the two lines of a pair, never out of it
+    for r in range(8):
+        for c in range(0, 128, 8):
+            assert sw.offset(r, c, 256) // 256 == r

@@ -25,7 +25,8 @@ def _present():
 
 # Tests that also differentiate attention need the backward kernels too.
 BACKWARD = ("attention_bwd_prep", "attention_bwd_dkdv", "attention_bwd_dq")
-ENTRY_KERNELS = {"gemm": ("gemm",), "layernorm": ("layernorm",), "rotary": ("rotary",)}
+ENTRY_KERNELS = {"gemm_fp8": ("gemm_fp8",), "gemm": ("gemm",), "layernorm": ("layernorm",), "rotary": ("rotary",)}
+# (first match wins: gemm_fp8 ahead of its prefix gemm)
 
 
 def _needed(request) -> tuple:

@@ -158,6 +158,38 @@ inline void mfma(const uint32_t* a, const uint32_t* b, float* c) {
   for (int r = 0; r < nreg; ++r) c[r] = out[r];
 }
 
+// 8-bit floats as the arch's fp8 MFMA reads them, decoded from the formats' definitions (sign, 4 exponent
+// bits, 3 mantissa bits; no infinities): gfx942 e4m3fnuz (bias 8, 0x80 is the only NaN, no -0), gfx950 OCP
+// e4m3fn (bias 7, S.1111.111 is NaN).
+inline float fp8f(uint32_t byte) {
+  const uint32_t b = byte & 0xffu, e = (b >> 3) & 15u, m = b & 7u;
+  const bool fnuz = TILES_EMU_ARCH == 942;
+  if (fnuz ? b == 0x80u : (b & 0x7fu) == 0x7fu) return NAN;
+  const int bias = fnuz ? 8 : 7;
+  const double mag = e == 0 ? std::ldexp((double)m, 1 - bias - 3) : std::ldexp(8.0 + m, (int)e - bias - 3);
+  return (float)((b & 0x80u) ? -mag : mag);
+}
+// one hardware fp8 MFMA (gfx9 layout): M=N=MN, K, kl = K/(64/MN) bytes per lane per operand (a, b: kl/4 words)
+template <int MN, int K>
+inline void mfma_fp8(const uint32_t* a, const uint32_t* b, float* c) {
+  constexpr int kl = K / (64 / MN), words = kl / 4, nreg = MN * MN / 64;
+  uint32_t mine[16];
+  for (int w = 0; w < words; ++w) { mine[w] = a[w]; mine[words + w] = b[w]; }
+  float out[16];
+  const unsigned l = lane();
+  wave_exchange(mine, 2 * words, [&](const uint32_t* s) {
+    auto val = [&](int ln, int side, int e) { return fp8f(s[ln * 32 + side * words + e / 4] >> (8 * (e % 4))); };
+    for (int r = 0; r < nreg; ++r) {
+      const int i = 4 * (64 / MN) * (r / 4) + 4 * (int)((l / MN) % (64 / MN)) + r % 4;
+      const int j = (int)(l % MN);
+      float acc = c[r];
+      for (int k = 0; k < K; ++k) acc += val(i + MN * (k / kl), 0, k % kl) * val(j + MN * (k / kl), 1, k % kl);
+      out[r] = acc;
+    }
+  });
+  for (int r = 0; r < nreg; ++r) c[r] = out[r];
+}
+
 }  // namespace emu
 
 namespace arch {
@@ -204,6 +236,45 @@ TILES_DEV f32x4 mfma16(u32x4 a, u32x4 b, f32x4 c) {
   }
   return f32x4{cv[0], cv[1], cv[2], cv[3]};
 }
+
+// fp8 step (arch.h mfma32_fp8 / mfma16_fp8): 32 bytes of A and B per lane. gfx942: four 32x32x16 / 16x16x32
+// instructions on bytes 0-7, 8-15, 16-23, 24-31; gfx950: one 32x32x64 / 16x16x128 instruction on all 32.
+template <int MN>
+inline void fp8_step(u32x4 a0, u32x4 a1, u32x4 b0, u32x4 b1, float* c) {
+  const uint32_t av[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w}, bv[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+  if (TILES_EMU_ARCH == 950) {
+    emu::mfma_fp8<MN, MN == 32 ? 64 : 128>(av, bv, c);
+  } else {
+    for (int q = 0; q < 4; ++q) emu::mfma_fp8<MN, MN == 32 ? 16 : 32>(av + 2 * q, bv + 2 * q, c);
+  }
+}
+TILES_DEV f32x16 mfma32_fp8(u32x4 a0, u32x4 a1, u32x4 b0, u32x4 b1, f32x16 c) {
+  float cv[16];
+  for (int r = 0; r < 16; ++r) cv[r] = c[r];
+  fp8_step<32>(a0, a1, b0, b1, cv);
+  f32x16 out;
+  for (int r = 0; r < 16; ++r) out[r] = cv[r];
+  return out;
+}
+TILES_DEV f32x4 mfma16_fp8(u32x4 a0, u32x4 a1, u32x4 b0, u32x4 b1, f32x4 c) {
+  float cv[4] = {c.x, c.y, c.z, c.w};
+  fp8_step<16>(a0, a1, b0, b1, cv);
+  return f32x4{cv[0], cv[1], cv[2], cv[3]};
+}
+
+// arch.h materialize: a scheduling constraint only (registers and scheduling are not modelled)
+TILES_DEV void materialize(f32x16&) {}
+TILES_DEV void materialize(f32x4&) {}
+
+// MFMA with the accumulator pinned in AGPRs (arch.h: inline asm with "a" constraints): the same ISA
+// operation as mfma32 / mfma16, in place; registers are not modelled, so the pin and the hazard fence are no-ops
+template <dt T>
+TILES_DEV void mfma32_agpr(u32x4 a, u32x4 b, f32x16& c) { c = mfma32<T>(a, b, c); }
+template <dt T>
+TILES_DEV void mfma16_agpr(u32x4 a, u32x4 b, f32x4& c) { c = mfma16<T>(a, b, c); }
+TILES_DEV void pin_agpr(f32x16&) {}
+TILES_DEV void pin_agpr(f32x4&) {}
+TILES_DEV void mfma_agpr_fence() {}
 
 // buffer resources: base + num_records; every dword is range-checked like the hardware's raw buffers
 struct rsrc_t {

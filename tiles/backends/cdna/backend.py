@@ -46,6 +46,8 @@ class CDNABackend(Backend):
             return True  # lower_attention.py (S^T / dP^T / dQ^T, register-prefetch pipeline)
         if kernel == "attention_bwd_dkdv":
             return True  # lower_attention.py (keys split over the waves; S / dP with queries in registers)
+        if kernel == "gemm_fp8":
+            return True  # lower_fp8.py (fp8 MFMA, per-K-block promotion, register-staged double buffer)
         from .lower_simt import SIMT_KERNELS
 
         return kernel == "gemm" or kernel in SIMT_KERNELS  # SIMT: lower_simt.py (kernels without mma)
@@ -86,7 +88,17 @@ class CDNABackend(Backend):
             from .lower_attention import CDNAAttentionBwdDkdvLowering
 
             return CDNAAttentionBwdDkdvLowering(k, arch).lower()
+        if kfn.name == "gemm_fp8":
+            from .lower_fp8 import CDNAFp8GemmLowering
+
+            return CDNAFp8GemmLowering(k, arch).lower()
         return CDNALowering(k, arch).lower()
+
+    def check_fp8(self, name: str, dtype: torch.dtype, device=None) -> None:
+        """The target's 8-bit format: gfx942 e4m3fnuz, gfx950 OCP e4m3fn (TypeError naming the argument)."""
+        from .lower_fp8 import check_fp8
+
+        check_fp8(name, dtype, self.arch())
 
     def prepare(self, kfn, *args, arch: str, **kwargs):
         """Lower for `arch`, check the arguments the lowering's contract needs and bind them:
@@ -94,6 +106,12 @@ class CDNABackend(Backend):
         Shared by this backend's launch and by cdna-emu's."""
         import ctypes
 
+        keep = ()
+        if kfn.name == "gemm_fp8":  # A, B k-contiguous with 16-byte rows (copies only when the caller's are not)
+            from .lower_fp8 import operands
+
+            keep = tuple(operands(*args[:2]))
+            args = keep + tuple(args[2:])
         kwargs = {**self.config(kfn.name, arch, **kwargs), **kwargs}
         lowered = self.lower(kfn, *args, arch=arch, **kwargs)
         bound = kfn.bind(*args, **kwargs)
@@ -111,6 +129,10 @@ class CDNABackend(Backend):
             from .lower_attention import check_attention_bwd_dkdv_args
 
             check_attention_bwd_dkdv_args(*tensors.values(), D=int(kwargs["D"]))
+        elif kfn.name == "gemm_fp8":
+            from .lower_fp8 import check_fp8_args
+
+            check_fp8_args(*tensors.values(), arch=arch)
         elif lowered.notes.get("lowering") != "simt":  # SIMT kernels bound-check every access
             A, B, C = (tensors[p.name] for p in lowered.kernel.params)
             check_gemm_args(A.shape[0], B.shape[1], A.shape[1], A.stride(0), B.stride(0), C.stride(0),
@@ -126,6 +148,10 @@ class CDNABackend(Backend):
                 argv.append(ctypes.c_int32(int(env[x.name])))
             else:
                 argv.append(ctypes.c_float(float(env[x.name])))
+        if keep:  # the operand copies the pointers point into live as long as argv
+            from .lower_fp8 import Argv
+
+            argv = Argv(argv, keep)
         return lowered, (grid if min(grid) > 0 else None), argv
 
     def launch(self, kfn, *args, **kwargs) -> None:

@@ -31,7 +31,9 @@ Sources (facts, not code, were taken from them):
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 WAVE = 64
@@ -197,15 +199,23 @@ def logical_is_valid(arch: str, mf: int) -> bool:
 
 @dataclass(frozen=True)
 class Swizzle:
-    """XOR swizzle of an LDS tile, in 128-byte lines: the tile's linear byte offset L (row-major) is split
-    into line = L // 128 and 16-byte chunk = (L % 128) // 16, and the chunk becomes
-    ``chunk ^ (((line >> s1) ^ (line >> s2)) & mask)``; ``s2 = None`` drops the second term.
-    Working on 128-byte lines (not rows) lets 64-byte rows swap halves of a line, which the transposed
-    B writes need on gfx942. Rendered into st.h as template arguments (s2 = 31 stands for None)."""
+    """XOR swizzle of an LDS tile, in blocks of ``block`` bytes (128: one line; 256: a line pair): the tile's
+    linear byte offset L (row-major) is split into blk = L // block and 16-byte chunk = (L % block) // 16,
+    and the chunk becomes ``chunk ^ (((blk >> s1) ^ (blk >> s2)) & mask)``; ``s2 = None`` drops the second
+    term. Working on blocks (not rows) lets 64-byte rows swap halves of a line, which the transposed
+    B writes need on gfx942. 256-byte blocks let a chunk move to the other line of a line pair: gfx950's
+    ds_read_b128 serves 16 lanes x 16 bytes = 64 banks = 256 bytes per phase, and a 16-row MFMA operand
+    read of 256-byte rows touches only the even lines' half of the banks under any line-local XOR.
+    Rendered into st.h as template arguments (s2 = 31 stands for None; the block only when it is 256)."""
 
     s1: int = 0
     s2: Optional[int] = None
     mask: int = 0
+    block: int = 128
+
+    @property
+    def chunks(self) -> int:  # 16-byte chunks per block
+        return self.block // 16
 
     def f(self, line: int) -> int:
         v = line >> self.s1
@@ -215,12 +225,12 @@ class Swizzle:
 
     def offset(self, row: int, col: int, row_bytes: int, elem_bytes: int = 2) -> int:
         lin = row * row_bytes + col * elem_bytes
-        line, rest = divmod(lin, 128)
+        blk, rest = divmod(lin, self.block)
         chunk, within = divmod(rest, 16)
-        return line * 128 + ((chunk ^ self.f(line)) * 16) + within
+        return blk * self.block + ((chunk ^ self.f(blk)) * 16) + within
 
     def cpp_args(self) -> str:
-        return f"{self.s1}, {31 if self.s2 is None else self.s2}, {self.mask}"
+        return f"{self.s1}, {31 if self.s2 is None else self.s2}, {self.mask}" + (f", {self.block}" if self.block != 128 else "")
 
 
 IDENTITY = Swizzle()
@@ -229,6 +239,8 @@ IDENTITY = Swizzle()
 def swizzle_is_permutation(sw: Swizzle, rows: int, row_bytes: int) -> bool:
     """Every 16-byte chunk of a rows x row_bytes tile lands on its own 16-byte slot inside the tile."""
     chunks = row_bytes // 16
+    if (rows * row_bytes) % sw.block or sw.mask >= sw.chunks:
+        return False
     offs = {sw.offset(r, c * 8, row_bytes) for r in range(rows) for c in range(chunks)}
     return len(offs) == rows * chunks and max(offs) < rows * row_bytes and all(o % 16 == 0 for o in offs)
 
@@ -344,37 +356,153 @@ def transposed_write_addrs(row_bytes: int, kr: int, sw: Swizzle, e: int = 0, wav
     return out
 
 
-def gemm_lds_conflicts(arch: str, mf: int, bk: int, sw: Swizzle, kr: int) -> Dict[str, int]:
-    """Conflict cycles of every LDS access pattern the GEMM template issues (per wave, worst case)."""
-    row_bytes = bk * 2
-    rd = BANK_MODELS[(arch, "ds_read_b128")]
-    wr = BANK_MODELS[(arch, "ds_write_b128")]
-    tw = BANK_MODELS[(arch, {2: "ds_write_b32", 4: "ds_write_b64"}[kr])]
+# ----------------------------------------------------------------------------- every instruction of a tile
+# Generators of the lane addresses of EVERY wave-wide LDS instruction a device-header function issues on one
+# tile (all row blocks, k-slabs, passes, waves and write numbers), so that "conflict-free" is checked for the
+# whole tile, not a sample. Inactive lanes (partial passes) are None.
+
+Pattern = List[Optional[int]]
+
+
+def operand_read_patterns(sw: Swizzle, mf: int, rows: int, row_bytes: int, perm=None) -> Iterable[Pattern]:
+    """load.h load_op / load_op_perm (and mma_ABt_lds's chunks) over a whole rows x row_bytes tile: one
+    ds_read_b128 per (mf-row block, k-slab); ``perm(r)``: the tile row that operand row r reads (key_perm)."""
     lg = Logical(mf)
-    res = {"read_b128": 0, "write_b128": 0, f"write_b{16 * kr}_T": 0}
-    for rb in range(2):
-        for slab in range(bk // lg.kslab):
-            res["read_b128"] = max(res["read_b128"], bank_conflicts(mfma_read_addrs(mf, row_bytes, sw, rb, slab), rd))
-    for w in range(8):
-        res["write_b128"] = max(res["write_b128"], bank_conflicts(stage_write_addrs(row_bytes, sw, w), wr))
-        for e in range(8):
-            res[f"write_b{16 * kr}_T"] = max(res[f"write_b{16 * kr}_T"],
-                                            bank_conflicts(transposed_write_addrs(row_bytes, kr, sw, e, w), tw))
+    for rb in range(rows // mf):
+        for slab in range(row_bytes // 2 // lg.kslab):
+            out = []
+            for lane in range(WAVE):
+                row, k = lg.operand(lane, 0)
+                r = rb * mf + row
+                out.append(sw.offset(perm(r) if perm else r, slab * lg.kslab + k, row_bytes))
+            yield out
+
+
+def stage_write_patterns(sw: Swizzle, rows: int, row_bytes: int, threads: int) -> Iterable[Pattern]:
+    """load.h store_stage (k-contiguous stage, ds_write_b128): pass p, wave w; thread t = p*threads + tid
+    writes chunk t % cpr of row t // cpr."""
+    cpr = row_bytes // 16
+    total = rows * cpr
+    for p in range(-(-total // threads)):
+        for w in range(threads // WAVE):
+            ts = [p * threads + w * WAVE + lane for lane in range(WAVE)]
+            if ts[0] < total:
+                yield [sw.offset(t // cpr, (t % cpr) * 8, row_bytes) if t < total else None for t in ts]
+
+
+def stage_t_write_patterns(sw: Swizzle, kt: int, nt: int, kr: int, threads: int) -> Iterable[Pattern]:
+    """load.h store_stage_t (ds_write_b{16 kr}) into the nt x kt tile: thread t = p*threads + tid holds kr
+    k-rows (group t % (kt/kr)) of n-vector t // (kt/kr); write e stores n = 8 nv + e."""
+    groups = kt // kr
+    for p in range(groups * (nt // 8) // threads):
+        for w in range(threads // WAVE):
+            for e in range(8):
+                out = []
+                for lane in range(WAVE):
+                    t = p * threads + w * WAVE + lane
+                    out.append(sw.offset(8 * (t // groups) + e, (t % groups) * kr, 2 * kt))
+                yield out
+
+
+def stage_t_rows_write_patterns(sw: Swizzle, kt: int, nt: int, kr: int, threads: int) -> Iterable[Pattern]:
+    """load.h store_stage_t_rows (ds_write_b128) into the kt x nt tile: write q of thread t stores row
+    (t % (kt/kr)) * kr + q, columns 8 (t // (kt/kr)) .. + 8."""
+    groups = kt // kr
+    for p in range(groups * (nt // 8) // threads):
+        for w in range(threads // WAVE):
+            for q in range(kr):
+                out = []
+                for lane in range(WAVE):
+                    t = p * threads + w * WAVE + lane
+                    out.append(sw.offset((t % groups) * kr + q, 8 * (t // groups), 2 * nt))
+                yield out
+
+
+def transposed_write_instr(kr: int) -> str:
+    return {2: "ds_write_b32", 4: "ds_write_b64", 8: "ds_write_b128"}[kr]
+
+
+def worst_conflicts(arch: str, instr: str, patterns: Iterable[Pattern], stop_at_first: bool = False) -> int:
+    """Max extra cycles over the patterns under the (arch, instr) bank model (stop_at_first: return the
+    first nonzero count, for searches)."""
+    model = BANK_MODELS[(arch, instr)]
+    worst = 0
+    for addrs in patterns:
+        worst = max(worst, bank_conflicts(addrs, model))
+        if worst and stop_at_first:
+            break
+    return worst
+
+
+# An access family: (name, instr, patterns(sw)); the conflicts of a tile under sw are the worst per family.
+Access = Tuple[str, str, "object"]
+
+
+def access_conflicts(arch: str, accesses: Sequence[Access], sw: Swizzle, stop_at_first: bool = False) -> Dict[str, int]:
+    res = {}
+    for name, instr, pats in accesses:
+        res[name] = max(res.get(name, 0), worst_conflicts(arch, instr, pats(sw), stop_at_first))
+        if res[name] and stop_at_first:
+            break
     return res
 
 
-def candidate_swizzles() -> Iterable[Swizzle]:
-    mask = 7
-    yield IDENTITY
-    for s1 in range(0, 5):
-        yield Swizzle(s1, None, mask)
-        for s2 in range(s1 + 1, 6):
-            yield Swizzle(s1, s2, mask)
-
-
-def choose_swizzle(arch: str, bk: int, kr: int, mfs: Sequence[int] = (32, 16)) -> Swizzle:
-    """The first (simplest) swizzle under which every GEMM LDS access is conflict-free for all MFMA shapes."""
+def best_swizzle(arch: str, accesses: Sequence[Access], tiles: Sequence[Tuple[int, int]] = ()) -> Swizzle:
+    """The first (simplest) candidate under which every access family is conflict-free (and that permutes
+    every (rows, row_bytes) tile in ``tiles``), else the one with the fewest extra cycles."""
+    best = None
     for sw in candidate_swizzles():
-        if all(sum(gemm_lds_conflicts(arch, mf, bk, sw, kr).values()) == 0 for mf in mfs):
+        if not all(swizzle_is_permutation(sw, r, rb) for r, rb in tiles):
+            continue
+        if sum(access_conflicts(arch, accesses, sw, stop_at_first=True).values()) == 0:
             return sw
-    raise ValueError(f"no conflict-free swizzle for {arch} bk={bk}")
+        c = sum(access_conflicts(arch, accesses, sw).values())
+        if best is None or c < best[1]:
+            best = (sw, c)
+    return best[0]
+
+
+def gemm_accesses(mf: int, bk: int, kr: int, bm: int = 256, bn: int = 256, threads: int = 512,
+                  direct_a: bool = False) -> List[Access]:
+    """Every LDS instruction of the GEMM templates (ping-pong and interleave) on the A and B^T tiles (which
+    share one swizzle): operand reads of both, A's stage writes (none when A is loaded straight into LDS)
+    and B's transposed writes."""
+    rb = bk * 2
+    acc = [("read_b128", "ds_read_b128",
+            lambda sw: itertools.chain(operand_read_patterns(sw, mf, bm, rb), operand_read_patterns(sw, mf, bn, rb)))]
+    if not direct_a:
+        acc.append(("write_b128", "ds_write_b128", lambda sw: stage_write_patterns(sw, bm, rb, threads)))
+    acc.append((f"write_b{16 * kr}_T", transposed_write_instr(kr), lambda sw: stage_t_write_patterns(sw, bk, bn, kr, threads)))
+    return acc
+
+
+def gemm_lds_conflicts(arch: str, mf: int, bk: int, sw: Swizzle, kr: int, bm: int = 256, bn: int = 256,
+                       threads: int = 512) -> Dict[str, int]:
+    """Conflict cycles of every LDS access pattern the GEMM template issues (per wave, worst case over every
+    instruction of a bm x bk A tile and a bn x bk B^T tile; bn * bk = 8 * threads * kr)."""
+    bn = min(bn, 8 * threads * kr // bk)  # the B tile one transposed vector per thread covers
+    return access_conflicts(arch, gemm_accesses(mf, bk, kr, bm, bn, threads), sw)
+
+
+def candidate_swizzles() -> Iterable[Swizzle]:
+    """Simplest first: identity, line-local XORs (128-byte blocks), then line-pair XORs (256-byte blocks,
+    which only gfx950's 256-byte read phases need)."""
+    yield IDENTITY
+    for block in (128, 256):
+        mask = block // 16 - 1
+        for s1 in range(0, 5):
+            yield Swizzle(s1, None, mask, block)
+            for s2 in range(s1 + 1, 6):
+                yield Swizzle(s1, s2, mask, block)
+
+
+@lru_cache(maxsize=None)
+def choose_swizzle(arch: str, bk: int, kr: int, mfs: Sequence[int] = (32, 16), bm: int = 256, bn: int = 256,
+                   threads: int = 512, direct_a: bool = False) -> Swizzle:
+    """The first (simplest) swizzle under which every GEMM LDS access is conflict-free for all MFMA shapes."""
+    bn = min(bn, 8 * threads * kr // bk)
+    accesses = [a for mf in mfs for a in gemm_accesses(mf, bk, kr, bm, bn, threads, direct_a)]
+    sw = best_swizzle(arch, accesses, ((bm, 2 * bk), (bn, 2 * bk)))
+    if sum(access_conflicts(arch, accesses, sw).values()):
+        raise ValueError(f"no conflict-free swizzle for {arch} bk={bk}")
+    return sw

@@ -78,7 +78,7 @@ class CDNALowering(Lowering):
             cfg=cfg, schedule=sched, schedule_text=sched.describe(), name=name, template_version=TEMPLATE_VERSION,
             ir_name=self.k.name, ir_text=self.k.text(), arg_decls=[self.arg_decl(kd, x) for kd, x in args], dims=dims,
             grid=self.expr(self.k.grid[0]), row0=self.expr(g["row0"]), col0=self.expr(g["col0"]),
-            sched_groups=gemm_probe.sched_groups)
+            sched_groups=gemm_probe.sched_groups, issue_order=cfg.issue_order() if interleave else [])
         requires = [f"{p.name}.stride1 == 1" for p in (A, B, C)] + [
             f"{A.name}.shape1 % 8 == 0 (K)", f"{B.name}.shape1 % 8 == 0 (N)", f"{A.name}.stride0 % 8 == 0",
             f"{B.name}.stride0 % 8 == 0", "A, B, C 16-byte aligned", f"{B.name}.shape0 == {A.name}.shape1",

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Dict, List, Optional, Tuple
 
 from tiles.core import ir
@@ -74,38 +75,59 @@ def key_perm(mf: int, r: int) -> int:
     return base | (x & 3) | ((x & 16) >> 2) | ((x & 12) << 1)
 
 
+# Access families (layouts.Access) of every LDS instruction issued on each attention tile: the swizzle of a
+# tile is the simplest candidate under which all of them are conflict-free (layouts.best_swizzle).
+
+def perm_tile_accesses(mf: int, rows: int, D: int, writes: str, kr: int = 0, threads: int = THREADS) -> List[layouts.Access]:
+    """A rows x D tile (d contiguous) read as a key_perm-ordered A operand (load_op_perm / mma_ABt_lds PERM),
+    written by ``writes``: "stage" (store_stage, ds_write_b128), "rows" (store_stage_t_rows) or "direct"
+    (gfx950 buffer_load ... lds: a wave fills 1 KiB contiguously, no register-side pattern)."""
+    perm = lambda r: key_perm(mf, r)
+    acc = [("read_b128", "ds_read_b128", lambda sw: layouts.operand_read_patterns(sw, mf, rows, 2 * D, perm))]
+    if writes == "stage":
+        acc.append(("write_b128", "ds_write_b128", lambda sw: layouts.stage_write_patterns(sw, rows, 2 * D, threads)))
+    elif writes == "rows":
+        acc.append(("write_b128", "ds_write_b128", lambda sw: layouts.stage_t_rows_write_patterns(sw, rows, D, kr, threads)))
+    return acc
+
+
+def t_tile_accesses(mf: int, D: int, keys: int, kr: int, threads: int = THREADS) -> List[layouts.Access]:
+    """A D x keys tile (keys contiguous): plain operand reads, store_stage_t's transposed writes."""
+    return [("read_b128", "ds_read_b128", lambda sw: layouts.operand_read_patterns(sw, mf, D, 2 * keys)),
+            (f"write_b{16 * kr}_T", layouts.transposed_write_instr(kr),
+             lambda sw: layouts.stage_t_write_patterns(sw, keys, D, kr, threads))]
+
+
+@lru_cache(maxsize=None)
+def tile_swizzle(arch: str, kind: str, *args) -> layouts.Swizzle:
+    acc, shape = _tile(kind, *args)
+    return layouts.best_swizzle(arch, acc, (shape,))
+
+
+@lru_cache(maxsize=None)
+def tile_conflicts(arch: str, kind: str, *args) -> Dict[str, int]:
+    acc, _ = _tile(kind, *args)
+    return layouts.access_conflicts(arch, acc, tile_swizzle(arch, kind, *args))
+
+
+def _tile(kind: str, *args):
+    """(accesses, (rows, row_bytes)) of a tile: ("perm", mf, rows, D, writes, kr, threads) or
+    ("t", mf, D, keys, kr, threads)."""
+    if kind == "perm":
+        mf, rows, D = args[:3]
+        return perm_tile_accesses(*args), (rows, 2 * D)
+    mf, D, keys = args[:3]
+    return t_tile_accesses(*args), (D, 2 * keys)
+
+
 def k_conflicts(arch: str, mf: int, D: int, BN: int, sw: layouts.Swizzle, direct: bool) -> Dict[str, int]:
-    row_bytes = 2 * D
-    rd = layouts.BANK_MODELS[(arch, "ds_read_b128")]
-    wr = layouts.BANK_MODELS[(arch, "ds_write_b128")]
-    kslab = layouts.Logical(mf).kslab
-    res = {"read_b128": 0, "write_b128": 0}
-    for rb in range(BN // mf):
-        for slab in range(D // kslab):
-            res["read_b128"] = max(res["read_b128"], layouts.bank_conflicts(k_read_addrs(mf, row_bytes, sw, rb, slab), rd))
-    if not direct:  # gfx950 direct loads write whole 1 KiB lines per wave: no register-side write pattern
-        for w in range(WAVES):
-            res["write_b128"] = max(res["write_b128"], layouts.bank_conflicts(layouts.stage_write_addrs(row_bytes, sw, w), wr))
-    return res
+    return layouts.access_conflicts(arch, perm_tile_accesses(mf, BN, D, "direct" if direct else "stage"), sw)
 
 
-def v_conflicts(arch: str, mf: int, BN: int, sw: layouts.Swizzle, kr: int) -> Dict[str, int]:
-    # V^T tile: D rows (d) x BN keys; reads are plain operand reads, writes the GEMM's transposed B writes
-    # (the GEMM's b128 stage-write pattern is not used for V)
-    r = layouts.gemm_lds_conflicts(arch, mf, BN, sw, kr)
-    r.pop("write_b128", None)
-    return r
-
-
-def _best(cands, cost):
-    best = None
-    for sw in cands:
-        c = sum(cost(sw).values())
-        if c == 0:
-            return sw, 0
-        if best is None or c < best[1]:
-            best = (sw, c)
-    return best
+def v_conflicts(arch: str, mf: int, BN: int, sw: layouts.Swizzle, kr: int, D: int = 0) -> Dict[str, int]:
+    # V^T tile: D rows (d) x BN keys; reads are plain operand reads, writes store_stage_t's transposed ones
+    D = D or 8 * THREADS * kr // BN
+    return layouts.access_conflicts(arch, t_tile_accesses(mf, D, BN, kr), sw)
 
 
 @dataclass(frozen=True)
@@ -156,16 +178,24 @@ class AttnConfig(_AttnTiles):
         return 2 * 2 * (2 * self.BN * self.D)
 
     @property
+    def _k(self) -> tuple:
+        return ("perm", self.mf, self.BN, self.D, "direct" if self.direct_k else "stage", 0, THREADS)
+
+    @property
+    def _v(self) -> tuple:
+        return ("t", self.mf, self.D, self.BN, self.kr, THREADS)
+
+    @property
     def swizzle_k(self) -> layouts.Swizzle:
-        return _best(layouts.candidate_swizzles(), lambda sw: k_conflicts(self.arch, self.mf, self.D, self.BN, sw, self.direct_k))[0]
+        return tile_swizzle(self.arch, *self._k)
 
     @property
     def swizzle_v(self) -> layouts.Swizzle:
-        return _best(layouts.candidate_swizzles(), lambda sw: v_conflicts(self.arch, self.mf, self.BN, sw, self.kr))[0]
+        return tile_swizzle(self.arch, *self._v)
 
     def conflicts(self) -> Dict[str, int]:
-        k = k_conflicts(self.arch, self.mf, self.D, self.BN, self.swizzle_k, self.direct_k)
-        v = v_conflicts(self.arch, self.mf, self.BN, self.swizzle_v, self.kr)
+        """Extra LDS cycles per access family (worst instruction of the whole tile) under the bank model."""
+        k, v = tile_conflicts(self.arch, *self._k), tile_conflicts(self.arch, *self._v)
         return {**{"K_" + a: b for a, b in k.items()}, **{"V_" + a: b for a, b in v.items()}}
 
     @property
@@ -631,16 +661,24 @@ class BwdDqConfig(_AttnTiles):
         return 3 * 2 * self.BN * self.D
 
     @property
+    def _k(self) -> tuple:  # K and V tiles (the same shape and accesses)
+        return ("perm", self.mf, self.BN, self.D, "stage", 0, THREADS)
+
+    @property
+    def _kt(self) -> tuple:
+        return ("t", self.mf, self.D, self.BN, self.kr, THREADS)
+
+    @property
     def swizzle_k(self) -> layouts.Swizzle:
-        return _best(layouts.candidate_swizzles(), lambda sw: k_conflicts(self.arch, self.mf, self.D, self.BN, sw, False))[0]
+        return tile_swizzle(self.arch, *self._k)
 
     @property
     def swizzle_kt(self) -> layouts.Swizzle:
-        return _best(layouts.candidate_swizzles(), lambda sw: v_conflicts(self.arch, self.mf, self.BN, sw, self.kr))[0]
+        return tile_swizzle(self.arch, *self._kt)
 
     def conflicts(self) -> Dict[str, int]:
-        k = k_conflicts(self.arch, self.mf, self.D, self.BN, self.swizzle_k, False)
-        t = v_conflicts(self.arch, self.mf, self.BN, self.swizzle_kt, self.kr)
+        """Extra LDS cycles per access family (worst instruction of the whole tile) under the bank model."""
+        k, t = tile_conflicts(self.arch, *self._k), tile_conflicts(self.arch, *self._kt)
         return {**{"K_" + a: b for a, b in k.items()}, **{"KT_" + a: b for a, b in t.items()}}
 
     @property
@@ -931,41 +969,14 @@ def default_tiles_dkdv(arch: str, D: int) -> Dict[str, int]:
 STAGE_THREADS = THREADS // 2  # the Q stage is loaded by waves 0-3, the dO stage by waves 4-7
 
 
-def stage_rows_write_addrs(kt: int, row_bytes: int, kr: int, sw: layouts.Swizzle, q: int, wave: int) -> List[int]:
-    """ds_write_b128 of load.h store_stage_t_rows: thread t holds kr whole rows (k-group t % (kt/kr)) of one
-    8-wide column vector (t // (kt/kr)); this is the write of its row q."""
-    groups = kt // kr
-    out = []
-    for lane in range(layouts.WAVE):
-        t = wave * layouts.WAVE + lane
-        out.append(sw.offset((t % groups) * kr + q, (t // groups) * 8, row_bytes))
-    return out
-
-
 def q_conflicts(arch: str, mf: int, BM: int, D: int, kr: int, sw: layouts.Swizzle) -> Dict[str, int]:
     """The BM x D Q / dO tiles: key_perm operand reads (as K's in the forward) and the stage-rows writes."""
-    res = {"read_b128": k_conflicts(arch, mf, D, BM, sw, True)["read_b128"], "write_b128": 0}
-    wr = layouts.BANK_MODELS[(arch, "ds_write_b128")]
-    for w in range(STAGE_THREADS // layouts.WAVE):
-        for q in range(kr):
-            res["write_b128"] = max(res["write_b128"], layouts.bank_conflicts(stage_rows_write_addrs(BM, 2 * D, kr, sw, q, w), wr))
-    return res
+    return layouts.access_conflicts(arch, perm_tile_accesses(mf, BM, D, "rows", kr, STAGE_THREADS), sw)
 
 
 def qt_conflicts(arch: str, mf: int, BM: int, D: int, kr: int, sw: layouts.Swizzle) -> Dict[str, int]:
     """The D x BM Q^T / dO^T tiles: operand reads (rows = d) and store_stage_t's transposed writes."""
-    row_bytes = 2 * BM
-    rd = layouts.BANK_MODELS[(arch, "ds_read_b128")]
-    tw = layouts.BANK_MODELS[(arch, {2: "ds_write_b32", 4: "ds_write_b64"}[kr])]
-    res = {"read_b128": 0, f"write_b{16 * kr}_T": 0}
-    for rb in range(D // mf):
-        for slab in range(BM // layouts.Logical(mf).kslab):
-            res["read_b128"] = max(res["read_b128"], layouts.bank_conflicts(layouts.mfma_read_addrs(mf, row_bytes, sw, rb, slab), rd))
-    for w in range(STAGE_THREADS // layouts.WAVE):
-        for e in range(8):
-            res[f"write_b{16 * kr}_T"] = max(res[f"write_b{16 * kr}_T"],
-                                             layouts.bank_conflicts(layouts.transposed_write_addrs(row_bytes, kr, sw, e, w), tw))
-    return res
+    return layouts.access_conflicts(arch, t_tile_accesses(mf, D, BM, kr, STAGE_THREADS), sw)
 
 
 @dataclass(frozen=True)
@@ -989,16 +1000,24 @@ class BwdDkdvConfig(_AttnTiles):
         return 4 * 2 * self.BM * self.D
 
     @property
+    def _q(self) -> tuple:  # Q and dO tiles
+        return ("perm", self.mf, self.BM, self.D, "rows", self.kr, STAGE_THREADS)
+
+    @property
+    def _qt(self) -> tuple:
+        return ("t", self.mf, self.D, self.BM, self.kr, STAGE_THREADS)
+
+    @property
     def swizzle_q(self) -> layouts.Swizzle:
-        return _best(layouts.candidate_swizzles(), lambda sw: q_conflicts(self.arch, self.mf, self.BM, self.D, self.kr, sw))[0]
+        return tile_swizzle(self.arch, *self._q)
 
     @property
     def swizzle_qt(self) -> layouts.Swizzle:
-        return _best(layouts.candidate_swizzles(), lambda sw: qt_conflicts(self.arch, self.mf, self.BM, self.D, self.kr, sw))[0]
+        return tile_swizzle(self.arch, *self._qt)
 
     def conflicts(self) -> Dict[str, int]:
-        q = q_conflicts(self.arch, self.mf, self.BM, self.D, self.kr, self.swizzle_q)
-        t = qt_conflicts(self.arch, self.mf, self.BM, self.D, self.kr, self.swizzle_qt)
+        """Extra LDS cycles per access family (worst instruction of the whole tile) under the bank model."""
+        q, t = tile_conflicts(self.arch, *self._q), tile_conflicts(self.arch, *self._qt)
         return {**{"Q_" + a: b for a, b in q.items()}, **{"QT_" + a: b for a, b in t.items()}}
 
     @property

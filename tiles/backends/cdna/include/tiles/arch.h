@@ -104,6 +104,100 @@ TILES_DEV f32x4 mfma16(u32x4 a, u32x4 b, f32x4 c) {
 #endif
 }
 
+// ------------------------------------------------------------------ MFMA with the accumulator in AGPRs
+// The same math as mfma32 / mfma16, spelled as inline asm whose C/D operand has the "a" constraint: the
+// accumulator is read and written in place in AGPRs (4-wave interleave GEMM: one wave per SIMD owns all
+// 512 registers, the accumulators fill the 256 AGPRs and everything else stays in the 256 VGPRs). With the
+// builtins clang-22 selects the VGPR form of the MFMA and shuttles values between VGPRs and AGPRs with
+// v_accvgpr_read/write inside the K loop; clang-19 did not. Rules for callers:
+//  * pin_agpr(c) after initialising c and again before reading it back: the value lives in AGPRs across
+//    the whole range (without the first pin clang-22 zeroes c in VGPRs and spills around the loop);
+//  * mfma_agpr_fence() once after the initialising pin and once after the last MFMA, before c is read:
+//    the compiler's hazard recognizer does not look inside inline asm, so the wait states between a VALU
+//    write of C and an MFMA reading it, and between an MFMA writing C and a VALU / v_accvgpr_read reading
+//    it (at most 16 passes + 4 on gfx950), are covered here by 24 s_nop wait states. Back-to-back MFMAs
+//    that accumulate into exactly the same registers need none (ISA: SrcC fully overlapping vDst).
+//  * the A / B operands must not be written by a VALU instruction in the 2 instructions before the MFMA
+//    (they come straight from ds_read_b128 here; tests/cdna/test_interleave.py checks the ISA for it).
+template <dt T>
+TILES_DEV void mfma32_agpr(u32x4 a, u32x4 b, f32x16& c) {
+#if defined(__gfx950__)
+  if constexpr (T == dt::bf16) asm("v_mfma_f32_32x32x16_bf16 %0, %1, %2, %0" : "+a"(c) : "v"(a), "v"(b));
+  else asm("v_mfma_f32_32x32x16_f16 %0, %1, %2, %0" : "+a"(c) : "v"(a), "v"(b));
+#else
+  const u32x2 alo = a.xy, ahi = a.zw, blo = b.xy, bhi = b.zw;  // values 0-3 then 4-7, as mfma32 issues them
+  if constexpr (T == dt::bf16)
+    asm("v_mfma_f32_32x32x8_bf16 %0, %1, %2, %0\n\tv_mfma_f32_32x32x8_bf16 %0, %3, %4, %0"
+        : "+a"(c) : "v"(alo), "v"(blo), "v"(ahi), "v"(bhi));
+  else
+    asm("v_mfma_f32_32x32x8_f16 %0, %1, %2, %0\n\tv_mfma_f32_32x32x8_f16 %0, %3, %4, %0"
+        : "+a"(c) : "v"(alo), "v"(blo), "v"(ahi), "v"(bhi));
+#endif
+}
+template <dt T>
+TILES_DEV void mfma16_agpr(u32x4 a, u32x4 b, f32x4& c) {
+#if defined(__gfx950__)
+  if constexpr (T == dt::bf16) asm("v_mfma_f32_16x16x32_bf16 %0, %1, %2, %0" : "+a"(c) : "v"(a), "v"(b));
+  else asm("v_mfma_f32_16x16x32_f16 %0, %1, %2, %0" : "+a"(c) : "v"(a), "v"(b));
+#else
+  const u32x2 alo = a.xy, ahi = a.zw, blo = b.xy, bhi = b.zw;
+  if constexpr (T == dt::bf16)
+    asm("v_mfma_f32_16x16x16_bf16 %0, %1, %2, %0\n\tv_mfma_f32_16x16x16_bf16 %0, %3, %4, %0"
+        : "+a"(c) : "v"(alo), "v"(blo), "v"(ahi), "v"(bhi));
+  else
+    asm("v_mfma_f32_16x16x16_f16 %0, %1, %2, %0\n\tv_mfma_f32_16x16x16_f16 %0, %3, %4, %0"
+        : "+a"(c) : "v"(alo), "v"(blo), "v"(ahi), "v"(bhi));
+#endif
+}
+// "c is in AGPRs here" (emits nothing)
+TILES_DEV void pin_agpr(f32x16& c) { asm volatile("" : "+a"(c)); }
+TILES_DEV void pin_agpr(f32x4& c) { asm volatile("" : "+a"(c)); }
+// 24 wait states (s_nop N waits N + 1): the MFMA <-> VALU hazards the compiler cannot see (see above)
+TILES_DEV void mfma_agpr_fence() { asm volatile("s_nop 7\n\ts_nop 7\n\ts_nop 7" ::: "memory"); }
+
+// ------------------------------------------------------------------ fp8 MFMA (block-scaled fp8 GEMM)
+// One fp8 "step": each lane passes 32 bytes of A and of B as two 16-byte chunks (a0 = bytes 0-15, a1 = 16-31),
+// 8-bit floats in the arch's own format: gfx942 e4m3fnuz (exponent bias 8), gfx950 OCP e4m3fn (bias 7).
+//  gfx942: four v_mfma_f32_32x32x16_fp8_fp8 / v_mfma_f32_16x16x32_fp8_fp8 on bytes 0-7, 8-15, 16-23, 24-31.
+//  gfx950: one v_mfma_scale_f32_32x32x64_f8f6f4 / v_mfma_scale_f32_16x16x128_f8f6f4 on all 32 bytes, both
+//          operands format 0 (e4m3) and unit block scales (E8M0 127 = 2^0; clang-22 exposes only the scaled
+//          builtins, and an all-zero scale would be folded into the unscaled form).
+// As for the 16-bit chunks, the k order of the hardware differs from the logical one identically for A and B.
+TILES_DEV f32x16 mfma32_fp8(u32x4 a0, u32x4 a1, u32x4 b0, u32x4 b1, f32x16 c) {
+#if defined(__gfx950__)
+  typedef int i32x8 __attribute__((ext_vector_type(8)));
+  const i32x8 a = {(int)a0.x, (int)a0.y, (int)a0.z, (int)a0.w, (int)a1.x, (int)a1.y, (int)a1.z, (int)a1.w};
+  const i32x8 b = {(int)b0.x, (int)b0.y, (int)b0.z, (int)b0.w, (int)b1.x, (int)b1.y, (int)b1.z, (int)b1.w};
+  return __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4(a, b, c, 0, 0, 0, 127, 0, 127);
+#else
+  const u32x2 a00 = a0.xy, a01 = a0.zw, a10 = a1.xy, a11 = a1.zw, b00 = b0.xy, b01 = b0.zw, b10 = b1.xy, b11 = b1.zw;
+  c = __builtin_amdgcn_mfma_f32_32x32x16_fp8_fp8(__builtin_bit_cast(long, a00), __builtin_bit_cast(long, b00), c, 0, 0, 0);
+  c = __builtin_amdgcn_mfma_f32_32x32x16_fp8_fp8(__builtin_bit_cast(long, a01), __builtin_bit_cast(long, b01), c, 0, 0, 0);
+  c = __builtin_amdgcn_mfma_f32_32x32x16_fp8_fp8(__builtin_bit_cast(long, a10), __builtin_bit_cast(long, b10), c, 0, 0, 0);
+  return __builtin_amdgcn_mfma_f32_32x32x16_fp8_fp8(__builtin_bit_cast(long, a11), __builtin_bit_cast(long, b11), c, 0, 0, 0);
+#endif
+}
+TILES_DEV f32x4 mfma16_fp8(u32x4 a0, u32x4 a1, u32x4 b0, u32x4 b1, f32x4 c) {
+#if defined(__gfx950__)
+  typedef int i32x8 __attribute__((ext_vector_type(8)));
+  const i32x8 a = {(int)a0.x, (int)a0.y, (int)a0.z, (int)a0.w, (int)a1.x, (int)a1.y, (int)a1.z, (int)a1.w};
+  const i32x8 b = {(int)b0.x, (int)b0.y, (int)b0.z, (int)b0.w, (int)b1.x, (int)b1.y, (int)b1.z, (int)b1.w};
+  return __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(a, b, c, 0, 0, 0, 127, 0, 127);
+#else
+  const u32x2 a00 = a0.xy, a01 = a0.zw, a10 = a1.xy, a11 = a1.zw, b00 = b0.xy, b01 = b0.zw, b10 = b1.xy, b11 = b1.zw;
+  c = __builtin_amdgcn_mfma_f32_16x16x32_fp8_fp8(__builtin_bit_cast(long, a00), __builtin_bit_cast(long, b00), c, 0, 0, 0);
+  c = __builtin_amdgcn_mfma_f32_16x16x32_fp8_fp8(__builtin_bit_cast(long, a01), __builtin_bit_cast(long, b01), c, 0, 0, 0);
+  c = __builtin_amdgcn_mfma_f32_16x16x32_fp8_fp8(__builtin_bit_cast(long, a10), __builtin_bit_cast(long, b10), c, 0, 0, 0);
+  return __builtin_amdgcn_mfma_f32_16x16x32_fp8_fp8(__builtin_bit_cast(long, a11), __builtin_bit_cast(long, b11), c, 0, 0, 0);
+#endif
+}
+
+// "c is computed here" (emits nothing; c stays in VGPRs): orders the MFMAs producing c before the side effects that
+// follow in program order (s_waitcnt, LDS writes). Without it the instruction selector may place MFMAs whose
+// results are used later below a sched_barrier, behind an s_waitcnt vmcnt(0) meant to come after them.
+TILES_DEV void materialize(f32x16& c) { asm volatile("" : "+v"(c)); }
+TILES_DEV void materialize(f32x4& c) { asm volatile("" : "+v"(c)); }
+
 // ------------------------------------------------------------------ buffer (global) memory
 // A raw buffer resource: 48-bit base, stride 0, num_records = size in bytes, config dword.
 // Every access is range-checked against num_records by the hardware: out-of-range loads return 0 and

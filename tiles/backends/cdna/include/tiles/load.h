@@ -41,13 +41,16 @@ struct stage_k {
   TILES_HD bool active(int t) { return total % THREADS == 0 || t < total; }
   u32x4 v[n];
 };
+// pass p of load_stage alone (the 4-wave interleave issues global loads one by one between MFMAs)
+template <int ROWS, int COLS, int THREADS>
+TILES_DEV void load_stage_pass(stage_k<ROWS, COLS, THREADS>& s, const gview<2>& g, int row0, int col0, u32 tid, int p) {
+  const int t = (int)tid + p * THREADS, r = t / s.cpr, c = (t % s.cpr) * 8;
+  if (s.active(t)) arch::buffer_load_b128_async(s.v[p], g.r, vec_offset<2, 8>(g, row0 + r, col0 + c));
+}
 template <int ROWS, int COLS, int THREADS>
 TILES_DEV void load_stage(stage_k<ROWS, COLS, THREADS>& s, const gview<2>& g, int row0, int col0, u32 tid) {
 #pragma unroll
-  for (int p = 0; p < s.n; ++p) {
-    const int t = (int)tid + p * THREADS, r = t / s.cpr, c = (t % s.cpr) * 8;
-    if (s.active(t)) arch::buffer_load_b128_async(s.v[p], g.r, vec_offset<2, 8>(g, row0 + r, col0 + c));
-  }
+  for (int p = 0; p < s.n; ++p) load_stage_pass(s, g, row0, col0, tid, p);
 }
 template <class ST, int ROWS, int COLS, int THREADS>
 TILES_DEV void store_stage(u32 lds, const stage_k<ROWS, COLS, THREADS>& s, u32 tid) {
@@ -62,7 +65,7 @@ TILES_DEV void store_stage(u32 lds, const stage_k<ROWS, COLS, THREADS>& s, u32 t
 #if defined(__gfx950__)
 // gfx950: the same k-contiguous tile loaded straight into LDS. A wave's load lands on 1024 contiguous
 // bytes (lane i at +16 i), so the swizzle is applied on the global side: the lane that fills physical
-// chunk q of line L loads logical chunk q ^ swz(L) (the XOR swizzle is its own inverse).
+// chunk q of swizzle block B loads logical chunk q ^ swz(B) (the XOR swizzle is its own inverse).
 template <class ST, int THREADS>
 TILES_DEV void load_lds_direct(u32 lds, const gview<2>& g, int row0, int col0, u32 tid) {
   constexpr int total = ST::rows * ST::cols / 8;  // 16-byte vectors
@@ -71,8 +74,8 @@ TILES_DEV void load_lds_direct(u32 lds, const gview<2>& g, int row0, int col0, u
 #pragma unroll
   for (int p = 0; p < total / THREADS; ++p) {
     const u32 phys = (u32)(p * THREADS) * 16u + tid * 16u;  // this lane's destination byte in the tile
-    const u32 line = phys >> 7, chunk = ((phys >> 4) & 7u) ^ ST::swz(line);
-    const u32 lin = (line << 7) | (chunk << 4);
+    const u32 blk = phys >> ST::block_shift, chunk = ((phys >> 4) & ST::chunk_mask) ^ ST::swz(blk);
+    const u32 lin = (blk << ST::block_shift) | (chunk << 4);
     const int r = (int)(lin / ST::row_bytes), c = (int)(lin % ST::row_bytes) / 2;
     arch::buffer_load_lds_b128(g.r, vec_offset<2, 8>(g, row0 + r, col0 + c),
                                arch::readfirstlane(lds + (u32)(p * THREADS) * 16u + wave_base));
@@ -90,14 +93,18 @@ struct stage_t {
   static_assert(KR == 2 || KR == 4 || KR == 8, "KR: 2 (ds_write_b32), 4 (b64) or 8 (b128)");
   u32x4 v[n][KR];
 };
+// load q of pass p of load_stage_t alone
+template <int KT, int NT, int KR, int THREADS>
+TILES_DEV void load_stage_t_one(stage_t<KT, NT, KR, THREADS>& s, const gview<2>& g, int k0, int n0, u32 tid, int p, int q) {
+  const int t = (int)tid + p * THREADS, kg = t % s.groups, nv = t / s.groups;
+  arch::buffer_load_b128_async(s.v[p][q], g.r, vec_offset<2, 8>(g, k0 + kg * KR + q, n0 + nv * 8));
+}
 template <int KT, int NT, int KR, int THREADS>
 TILES_DEV void load_stage_t(stage_t<KT, NT, KR, THREADS>& s, const gview<2>& g, int k0, int n0, u32 tid) {
 #pragma unroll
-  for (int p = 0; p < s.n; ++p) {
-    const int t = (int)tid + p * THREADS, kg = t % s.groups, nv = t / s.groups;
+  for (int p = 0; p < s.n; ++p)
 #pragma unroll
-    for (int q = 0; q < KR; ++q) arch::buffer_load_b128_async(s.v[p][q], g.r, vec_offset<2, 8>(g, k0 + kg * KR + q, n0 + nv * 8));
-  }
+    for (int q = 0; q < KR; ++q) load_stage_t_one(s, g, k0, n0, tid, p, q);
 }
 // the 16-bit value e of two rows x, y packed as (x_e | y_e << 16)
 TILES_DEV u32 pack_pair(u32x4 x, u32x4 y, int e) {
@@ -122,14 +129,18 @@ TILES_DEV void store_stage_t(u32 lds, const stage_t<KT, NT, KR, THREADS>& s, u32
 }
 
 // ------------------------------------------------------------------ LDS -> MFMA operand
+// chunk (i, s) alone: one ds_read_b128 (the 4-wave interleave issues the reads one by one between MFMAs)
+template <class ST, int ROWS, int K, int MF>
+TILES_DEV void load_op_chunk(rt_op<ROWS, K, MF>& d, u32 lds, int row0, int k0, int i, int s) {
+  const int lane = (int)arch::lane_id();
+  d.c[i][s] = arch::lds_read_b128(lds + ST::offset(row0 + d.row_of(lane, i), k0 + d.k_of(lane, s)));
+}
 template <class ST, int ROWS, int K, int MF>
 TILES_DEV void load_op(rt_op<ROWS, K, MF>& d, u32 lds, int row0, int k0) {
-  const int lane = (int)arch::lane_id();
 #pragma unroll
   for (int i = 0; i < d.rb; ++i)
 #pragma unroll
-    for (int s = 0; s < d.kb; ++s)
-      d.c[i][s] = arch::lds_read_b128(lds + ST::offset(row0 + d.row_of(lane, i), k0 + d.k_of(lane, s)));
+    for (int s = 0; s < d.kb; ++s) load_op_chunk<ST>(d, lds, row0, k0, i, s);
 }
 // global -> MFMA operand directly (k contiguous; vectors crossing the edge read as 0: needs cols % 8 == 0)
 template <int ROWS, int K, int MF>

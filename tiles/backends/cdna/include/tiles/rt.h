@@ -84,6 +84,27 @@ TILES_DEV void mma_ABt(rt_acc<RA, RB, MF>& acc, const rt_op<RA, K, MF>& a, const
       }
 }
 
+// the same with the accumulator held in AGPRs (arch.h mfma32_agpr: the 4-wave interleave GEMM); the
+// accumulator must be pinned (pin_agpr) after its initialisation and before it is read
+template <dt T, int RA, int RB, int K, int MF>
+TILES_DEV void mma_ABt_agpr(rt_acc<RA, RB, MF>& acc, const rt_op<RA, K, MF>& a, const rt_op<RB, K, MF>& b) {
+#pragma unroll
+  for (int i = 0; i < RA / MF; ++i)
+#pragma unroll
+    for (int j = 0; j < RB / MF; ++j)
+#pragma unroll
+      for (int s = 0; s < rt_op<RA, K, MF>::kb; ++s) {
+        if constexpr (MF == 32) arch::mfma32_agpr<T>(a.c[i][s], b.c[j][s], acc.d[i][j]);
+        else arch::mfma16_agpr<T>(a.c[i][s], b.c[j][s], acc.d[i][j]);
+      }
+}
+template <int ROWS, int COLS, int MF>
+TILES_DEV void pin_agpr(rt_acc<ROWS, COLS, MF>& acc) {
+#pragma unroll
+  for (int i = 0; i < ROWS / MF; ++i)
+#pragma unroll
+    for (int j = 0; j < COLS / MF; ++j) arch::pin_agpr(acc.d[i][j]);
+}
 
 // ------------------------------------------------------------------ transposed tiles (attention's S^T, O^T)
 // A logical ROWS x COLS f32 tile held as the MFMA accumulator of its transpose (acc rows = logical

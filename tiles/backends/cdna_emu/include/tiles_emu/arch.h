@@ -290,6 +290,60 @@ __device__ __noinline__ void mfma(const u32x4 a, const u32x4 b, float* c) {
   wave_sync();
 }
 
+// ------------------------------------------------------------------ fp8 MFMA
+// 8-bit floats as the arch's fp8 MFMA reads them, decoded from the formats' definitions (sign, 4 exponent
+// bits, 3 mantissa bits, no infinities): gfx942 e4m3fnuz (bias 8, 0x80 the only NaN), gfx950 OCP e4m3fn
+// (bias 7, S.1111.111 NaN).
+__device__ __forceinline__ float fp8f(u32 byte) {
+  const u32 b = byte & 0xffu, e = (b >> 3) & 15u, m = b & 7u;
+  constexpr bool fnuz = TILES_EMU_GFX == 942;
+  if (fnuz ? b == 0x80u : (b & 0x7fu) == 0x7fu) return __int_as_float(0x7fc00000);
+  constexpr int bias = fnuz ? 8 : 7;
+  const float mag = e == 0 ? ldexpf((float)m, 1 - bias - 3) : ldexpf(8.0f + (float)m, (int)e - bias - 3);
+  return (b & 0x80u) ? -mag : mag;
+}
+// One hardware fp8 MFMA, MN x MN x K (gfx9 lane layout: A[i][k] is byte k % kl of lane i + MN*(k/kl), kl = K/(64/MN)
+// bytes per lane; B[k][j] likewise in lane j + MN*(k/kl)), operands a, b of kl/4 words per lane. The words go
+// through the slots 4 per operand at a time (a round covers bytes [16 r, 16 r + 16) of every lane's operand).
+template <int MN, int K, int NREG>
+__device__ __noinline__ void mfma_fp8(const u32* a, const u32* b, float* c) {
+  constexpr int groups = 64 / MN, kl = K / groups, words = kl / 4, per = words < 4 ? words : 4;
+  u32* s = state().slots + wave() * kSlotWords * 64;
+  const int l = (int)lane();
+  for (int r0 = 0; r0 < words; r0 += per) {
+    for (int w = 0; w < per; ++w) {
+      s[w * 64 + lane()] = a[r0 + w];
+      s[(4 + w) * 64 + lane()] = b[r0 + w];
+    }
+    wave_sync();
+    for (int r = 0; r < NREG; ++r) {
+      const int i = 4 * groups * (r / 4) + 4 * ((l / MN) % groups) + r % 4, j = l % MN;
+      float acc = c[r];
+#pragma unroll 1
+      for (int g = 0; g < groups; ++g)
+#pragma unroll 1
+        for (int e = 0; e < 4 * per; ++e) {  // byte 4 r0 + e of the lane's operand: k = g kl + 4 r0 + e
+          const u32 wa = s[(e / 4) * 64 + i + MN * g], wb = s[(4 + e / 4) * 64 + j + MN * g];
+          acc = fmaf(fp8f(wa >> (8 * (e % 4))), fp8f(wb >> (8 * (e % 4))), acc);
+        }
+      c[r] = acc;
+    }
+    wave_sync();
+  }
+}
+// fp8 step (arch.h mfma32_fp8 / mfma16_fp8): 32 bytes of A and B per lane. gfx942: four 32x32x16 / 16x16x32
+// instructions on bytes 0-7, 8-15, 16-23, 24-31; gfx950: one 32x32x64 / 16x16x128 instruction on all 32.
+template <int MN, int NREG>
+__device__ __forceinline__ void fp8_step(const u32x4& a0, const u32x4& a1, const u32x4& b0, const u32x4& b1, float* c) {
+  const u32 av[8] = {a0[0], a0[1], a0[2], a0[3], a1[0], a1[1], a1[2], a1[3]};
+  const u32 bv[8] = {b0[0], b0[1], b0[2], b0[3], b1[0], b1[1], b1[2], b1[3]};
+  if (TILES_EMU_GFX == 950) {
+    mfma_fp8<MN, MN == 32 ? 64 : 128, NREG>(av, bv, c);
+  } else {
+    for (int q = 0; q < 4; ++q) mfma_fp8<MN, MN == 32 ? 16 : 32, NREG>(av + 2 * q, bv + 2 * q, c);
+  }
+}
+
 // one 32-bit value per lane through the slots: the value lane `src` holds
 __device__ __noinline__ u32 exchange(u32 v, u32 src) {
   u32* s = state().slots + wave() * kSlotWords * 64;
@@ -328,6 +382,30 @@ TILES_DEV f32x4 mfma16(u32x4 a, u32x4 b, f32x4 c) {
   emu::mfma<T == dt::bf16, 16, 4>(a, b, c.e);
   return c;
 }
+
+// fp8 MFMA step (arch.h): the arch's 8-bit format, computed from the ISA lane layouts above
+TILES_DEV f32x16 mfma32_fp8(u32x4 a0, u32x4 a1, u32x4 b0, u32x4 b1, f32x16 c) {
+  emu::fp8_step<32, 16>(a0, a1, b0, b1, c.e);
+  return c;
+}
+TILES_DEV f32x4 mfma16_fp8(u32x4 a0, u32x4 a1, u32x4 b0, u32x4 b1, f32x4 c) {
+  emu::fp8_step<16, 4>(a0, a1, b0, b1, c.e);
+  return c;
+}
+
+// arch.h materialize: a scheduling constraint only (registers and scheduling are not modelled)
+TILES_DEV void materialize(f32x16&) {}
+TILES_DEV void materialize(f32x4&) {}
+
+// MFMA with the accumulator pinned in AGPRs (arch.h: inline asm with "a" constraints): the same ISA
+// operation as mfma32 / mfma16, in place; registers are not modelled, so the pin and the hazard fence are no-ops
+template <dt T>
+TILES_DEV void mfma32_agpr(u32x4 a, u32x4 b, f32x16& c) { c = mfma32<T>(a, b, c); }
+template <dt T>
+TILES_DEV void mfma16_agpr(u32x4 a, u32x4 b, f32x4& c) { c = mfma16<T>(a, b, c); }
+TILES_DEV void pin_agpr(f32x16&) {}
+TILES_DEV void pin_agpr(f32x4&) {}
+TILES_DEV void mfma_agpr_fence() {}
 
 // ------------------------------------------------------------------ buffer (global) memory
 struct rsrc_t {
