@@ -17,7 +17,16 @@ if be.supports("gemm"):
     b = torch.randn(200, 270, device=dev, dtype=torch.bfloat16)
     tiles.gemm(a, b, backend=be.name)
     ran.append("gemm")
+if be.supports("gemm_fp8"):
+    from tiles.bench import fp8
+
+    x = fp8.make_set(200, 300, 1000, dev, 0)  # M, N and K tails, a partial last K block
+    tiles.gemm_fp8(x["a"], x["b"], x["sa"], x["sb"], backend=be.name)
+    ran.append("gemm_fp8")
 if be.supports("attention_fwd"):
+    q = torch.randn(1, 300, 4, 64, device=dev, dtype=torch.bfloat16)  # D=64: three consumer warpgroups
+    tiles.attention(q, q, q, causal=True, backend=be.name)
+    ran.append("attention_fwd_d64")
     bwd = all(be.supports(x) for x in ("attention_bwd_prep", "attention_bwd_dkdv", "attention_bwd_dq"))
     q = torch.randn(1, 100, 4, 128, device=dev, dtype=torch.bfloat16, requires_grad=bwd)
     k = torch.randn(1, 150, 2, 128, device=dev, dtype=torch.bfloat16, requires_grad=bwd)
