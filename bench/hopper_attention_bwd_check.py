@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -246,7 +244,7 @@ def phase_time(args):
                 ms = _time_batch(fns, rounds=7, inner=max(2, int(10 / (1 + flops / 1e12))))
                 dkdv_flops = flops * 4 / 5  # dK/dV: 4 of the backward's 5 GEMMs
                 tf = {n: (dkdv_flops if n.startswith("dkdv") else flops) / (t * 1e-3) / 1e12 for n, t in ms.items()}
-                row = record("time", D=D, causal=causal, S=S, B=B, H=H, ms=ms, tflops=tf)
+                record("time", D=D, causal=causal, S=S, B=B, H=H, ms=ms, tflops=tf)
                 print(f"D={D} causal={int(causal)} S={S:5d} " + " ".join(f"{n}={v:6.1f}" for n, v in tf.items()),
                       flush=True)
                 del sets, tl, fns

@@ -5,7 +5,6 @@ the bad-input errors, configuration variants, then the benchmark harness (kernel
 """
 import json
 import os
-import subprocess
 import sys
 import time
 

@@ -132,7 +132,7 @@ def _gemm(a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype, backend: str
     validate.aligned("b", b)
     M, K = a.shape
     N = b.shape[1]
-    c = _row_aligned(_empty((M, N), out_dtype, a.device))
+    c = _empty_row_aligned(M, N, out_dtype, a.device)
     if c.numel() == 0:
         return c
     if K == 0:
@@ -171,6 +171,13 @@ def _gemm_backward(ctx, dc):
 
 
 _gemm.register_autograd(_gemm_backward, setup_context=_gemm_setup)
+
+
+def _empty_row_aligned(M: int, N: int, dtype, device) -> torch.Tensor:
+    """An (M, N) output whose rows start on 16-byte boundaries: allocated padded, nothing copied."""
+    esz = torch.empty((), dtype=dtype).element_size()
+    cols = -(-N * esz // validate.ALIGN_BYTES) * validate.ALIGN_BYTES // esz
+    return _empty((M, cols), dtype, device)[:, :N]
 
 
 def _row_aligned(t: torch.Tensor) -> torch.Tensor:

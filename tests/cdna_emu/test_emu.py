@@ -127,9 +127,12 @@ def _attention(arch, patch=None):
 
 
 def _swap_rows(text):
-    # rt.h's accumulator layout table: register r of lane l holds row ... ; swap rows pairwise
-    text = text.replace("return 8 * (r / 4) + 4 * (lane / 32) + r % 4;", "return 8 * (r / 4) + 4 * (lane / 32) + (r % 4 ^ 1);")
-    return text.replace("return 4 * (lane / 16) + r;", "return 4 * (lane / 16) + (r ^ 1);")
+    # rt.h's accumulator layout table (register r of lane l holds row ...): swap rows pairwise in both bases
+    for entry, wrong in (("return 8 * (r / 4) + 4 * (lane / 32) + r % 4;", "return 8 * (r / 4) + 4 * (lane / 32) + (r % 4 ^ 1);"),
+                         ("return 4 * (lane / 16) + r;", "return 4 * (lane / 16) + (r ^ 1);")):
+        assert entry in text, f"rt.h's layout entry changed: {entry}"
+        text = text.replace(entry, wrong)
+    return text
 
 
 def _drop_loop_waits(text):

@@ -187,6 +187,58 @@ def header_files(include_dir: str) -> list:
     return sorted(out)
 
 
+def match_block_scaled_gemm(k: ir.Kernel, fail) -> dict:
+    """Recognise the suite's block-scaled fp8 GEMM (tiles/kernels/gemm_fp8.py), which both vendors'
+    fp8 templates implement: zero(acc); one pipelined loop over cdiv(K, BK) of load_async(a),
+    load_async(b), wait, load(sa), load(sb), mma(part, a, b, tb=True), mul_row(part, sa),
+    mul_col(part, sb), add(acc, part); store(C, acc). The caller checks the input format its arch
+    takes. `fail(why)` raises the backend's LoweringError. Returns the tensors, tile sizes and origin."""
+    text = lambda e: ir.render(ir.as_expr(e))  # noqa: E731
+    if [p.rank for p in k.params] != [2, 2, 2, 3, 2] or k.scalars:
+        fail("expected A, B (2-D), SA (2-D), SB (3-D per-column view) and C (2-D), no float arguments")
+    A, B, SA, SB, C = k.params
+    if SA.dtype.name != "f32" or SB.dtype.name != "f32" or C.dtype.name not in ("bf16", "f32"):
+        fail(f"scales must be f32 and C bf16 or f32; got SA {SA.dtype}, SB {SB.dtype}, C {C.dtype}")
+    loops = [n for n in k.body if isinstance(n, ir.Loop)]
+    ops = [n for n in k.body if isinstance(n, ir.Op)]
+    if len(loops) != 1 or not loops[0].pipelined or [o.name for o in ops] != ["fill", "store"]:
+        fail("expected zero(acc), one k.pipeline loop, store(C, acc)")
+    loop = loops[0]
+    names = [getattr(n, "name", "loop") for n in loop.body]
+    want = ["load_async", "load_async", "wait", "load", "load", "mma", "mul_row", "mul_col", "add"]
+    if names != want:
+        fail(f"the loop body must be {want}, got {names}")
+    la, lb, _, lsa, lsb, mma, mr, mc, add = loop.body
+    acc, part = ops[0].outs[0], mma.outs[0]
+    if text(ops[0].attrs.get("value", 0.0)) not in ("0.0", "0"):
+        fail("the accumulator must start at zero")
+    a, b, sa, sb = la.outs[0], lb.outs[0], lsa.outs[0], lsb.outs[0]
+    if la.ins[0].param is not A or lb.ins[0].param is not B or lsa.ins[0].param is not SA or lsb.ins[0].param is not SB:
+        fail("the loads must read A, B, SA, SB in that order")
+    if mma.ins != [a, b] or not mma.attrs["tb"] or mma.attrs["ta"] or mma.attrs["accumulate"]:
+        fail("expected mma(part, a, b, tb=True, accumulate=False)")
+    if mr.outs[0] is not part or mr.ins != [part, sa] or mc.outs[0] is not part or mc.ins != [part, sb]:
+        fail("expected mul_row(part, part, sa), mul_col(part, part, sb)")
+    if add.outs[0] is not acc or add.ins != [acc, part]:
+        fail("expected add(acc, acc, part)")
+    BM, BK = a.shape
+    BN = b.shape[0]
+    if b.shape[1] != BK or acc.shape != (BM, BN) or part.shape != (BM, BN):
+        fail(f"tile shapes disagree: a {a.shape}, b {b.shape}, acc {acc.shape}")
+    kb = loop.index.name
+    if text(la.attrs["col"]) != f"{kb} * {BK}" or text(lb.attrs["col"]) != f"{kb} * {BK}":
+        fail(f"the loads must step K by {kb}*{BK}")
+    if lsa.ins[0].index[1] is None or text(lsa.ins[0].index[1]) != kb or text(lsb.ins[0].index[2]) != kb:
+        fail("the scales must be read at K block kb")
+    if text(loop.stop) != f"cdiv({A.name}.shape1, {BK})" or text(loop.start) != "0":
+        fail(f"the pipelined loop must run over cdiv(K, {BK}) blocks from 0")
+    st = ops[1]
+    if (st.ins[0] is not acc or st.ins[1].param is not C or text(st.attrs["row"]) != text(la.attrs["row"])
+            or text(st.attrs["row"]) != text(lsa.attrs["row"]) or text(st.attrs["col"]) != text(lb.attrs["row"])):
+        fail("A's rows, SA's rows and B's rows must come from the stored tile's origin")
+    return dict(A=A, B=B, SA=SA, SB=SB, C=C, BM=BM, BN=BN, BK=BK, row0=st.attrs["row"], col0=st.attrs["col"])
+
+
 def find_ops(kernel: ir.Kernel, name: str) -> list[Op]:
     return [n for n in kernel.walk() if isinstance(n, Op) and n.name == name]
 

@@ -1118,7 +1118,7 @@ class CDNAAttentionBwdDkdvLowering(CDNAAttentionBwdDqLowering):
             self._fail("the query loop body must have four mmas (S, dV, dP, dK)")
         role = {}
         for n in mm:
-            a, b, at = n.ins[0], n.ins[1], n.attrs
+            b, at = n.ins[1], n.attrs
             if n.ins == [q, kt] and at.get("tb") and not at.get("ta") and not at.get("accumulate", True):
                 role["S"] = n
             elif n.ins == [do, vt] and at.get("tb") and not at.get("ta") and not at.get("accumulate", True):
@@ -1177,7 +1177,6 @@ class CDNAAttentionBwdDkdvLowering(CDNAAttentionBwdDqLowering):
         if n.name == "mma":
             cfg = self.cfg
             mn, per = cfg.mfma.mnemonic(cfg.dtype), cfg.mfma_per_tile
-            q, do = g["q"].name, g["do"].name  # ops() renames C++ keywords (do -> do_)
             fence = "arch::sched_barrier<0>();  // the operand reads stay here: no hoisting past the VALU work (registers)"
             out, a = n.outs[0].name, n.ins[0].name
             rows = cfg.BM if n is g["role"]["S"] or n is g["role"]["dP"] else cfg.D

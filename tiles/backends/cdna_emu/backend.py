@@ -12,7 +12,8 @@ ISA's lane layouts, not from layouts.py), the LDS swizzles, the bounds (buffer l
 view, LDS capped at the target's size), the s_waitcnt values (a load lands only at the wait that covers
 it) and the barrier logic (s_barrier counts waves as the hardware does; unbalanced ping-pong barriers are
 reported). What it does not: timing, instruction scheduling, register allocation (AGPRs, spills) or LDS
-bank conflicts; those are read from the gfx942/gfx950 ISA the CDNA backend compiles in CI.
+bank conflicts; those are read from the gfx942/gfx950 ISA the CDNA backend compiles in CI. LDS addresses
+are checked against the target's LDS size, not against the kernel's own allocation.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import dataclasses
 import os
 import pathlib
 import shutil
+import threading
 from typing import Optional
 
 import torch
@@ -42,9 +44,10 @@ WHAT_IT_CHECKS = ("checks indexing, MFMA layouts (from the ISA), LDS swizzles, b
 ERRORS = {
     1: "an s_barrier that no other wave reached within 10 s (a deadlock: a wave skipped a barrier the others wait at)",
     2: "the waves ended having executed different numbers of s_barrier (unbalanced ping-pong barriers)",
-    3: "an LDS access outside the kernel's allocation or misaligned",
-    4: "more than 16 waves (1024 work-items) in a work-group",
+    3: "an LDS access past the target's LDS size, or misaligned",
 }
+# one status word per module: emulated launches run one at a time (run() waits for each)
+_one_at_a_time = threading.Lock()
 
 
 class EmulationError(RuntimeError):
@@ -68,7 +71,6 @@ class CDNAEmuBackend(CDNABackend):
         self.target = arch
         self.name = "cdna-emu" if arch == "gfx942" else f"cdna-emu:{arch}"
         self._available = None
-        self._kernels: dict = {}
 
     # ------------------------------------------------------------------ what it runs on
     def available(self):
@@ -86,7 +88,7 @@ class CDNAEmuBackend(CDNABackend):
         if not torch.cuda.is_available() or getattr(torch.version, "hip", None) is not None:
             return False, f"needs an NVIDIA GPU to emulate {self.target} on (NVRTC {major}.{minor} present: emulated sources still compile)"
         need = LDS_BYTES[self.target] + 48 * 1024  # + the emulator's own block state
-        have = torch.cuda.get_device_properties(0).shared_memory_per_block_optin
+        have = torch.cuda.get_device_properties(torch.cuda.current_device()).shared_memory_per_block_optin
         if have < need:
             return False, f"emulating {self.target} needs {need} bytes of shared memory per block, this GPU has {have}"
         other = [f"'cdna-emu:{a}'" for a in ARCHES if a != self.target]
@@ -165,12 +167,13 @@ def run(kern, grid, block, argv, arch: str, what: str = "cdna-emu kernel") -> No
     status, _ = _global(kern, "tiles_emu_status")
     dyn, _ = _global(kern, "tiles_emu_dynamic_bytes")
     nbytes = ctypes.c_uint32()
-    _ok(cu.cuMemcpyDtoH(ctypes.addressof(nbytes), dyn, 4), "cuMemcpyDtoH(tiles_emu_dynamic_bytes)")
-    _ok(cu.cuMemsetD32Async(status, 0, 4, stream), "cuMemsetD32Async(tiles_emu_status)")
-    kern.launch(grid, block, argv, smem=int(nbytes.value), stream=stream)
     out = (ctypes.c_uint32 * 4)()
-    _ok(cu.cuMemcpyDtoHAsync(ctypes.addressof(out), status, 16, stream), "cuMemcpyDtoHAsync(tiles_emu_status)")
-    _ok(cu.cuStreamSynchronize(stream), f"{what}")
+    with _one_at_a_time:
+        _ok(cu.cuMemcpyDtoH(ctypes.addressof(nbytes), dyn, 4), "cuMemcpyDtoH(tiles_emu_dynamic_bytes)")
+        _ok(cu.cuMemsetD32Async(status, 0, 4, stream), "cuMemsetD32Async(tiles_emu_status)")
+        kern.launch(grid, block, argv, smem=int(nbytes.value), stream=stream)
+        _ok(cu.cuMemcpyDtoHAsync(ctypes.addressof(out), status, 16, stream), "cuMemcpyDtoHAsync(tiles_emu_status)")
+        _ok(cu.cuStreamSynchronize(stream), f"{what}")
     code, block_id, wave, detail = list(out)
     if code:
         raise EmulationError(f"{what} ({arch}): block {block_id}, wave {wave}: "

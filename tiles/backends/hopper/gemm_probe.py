@@ -100,7 +100,8 @@ def _tma_ready(t, inner: int):
     """A view TMA can describe: 16-byte aligned base and row stride (pad rows with a copy if not)."""
     import torch
     esz = t.element_size()
-    if t.stride(-1) == 1 and (t.stride(0) * esz) % 16 == 0 and t.data_ptr() % 16 == 0:
+    broadcast = t.stride(0) == 0 and t.shape[0] > 1  # TMA needs a real row stride
+    if t.stride(-1) == 1 and (t.stride(0) * esz) % 16 == 0 and t.data_ptr() % 16 == 0 and not broadcast:
         return t
     pad = -(-inner * esz // 16) * 16 // esz
     buf = torch.empty(t.shape[0], pad, dtype=t.dtype, device=t.device)

@@ -776,7 +776,10 @@ class WarpSpecializedLowering(Lowering):
         the kernel on these tensors (the benchmark times that), or None when the grid is empty.
         Kept per call signature: a training step that meets the same addresses and shapes again
         (PyTorch's caching allocator hands them back) skips tracing, binding and the tensor maps."""
-        sig = call_signature(kfn.name, args, kwargs, tuple(sorted((options or {}).items())))
+        import torch
+
+        # the kernel is loaded per device: the current one is part of what the launch depends on
+        sig = call_signature(kfn.name, args, kwargs, (tuple(sorted((options or {}).items())), torch.cuda.current_device()))
         go = cls._launches.get(sig)
         if go is not None:
             return go

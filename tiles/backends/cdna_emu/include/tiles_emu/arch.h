@@ -16,11 +16,13 @@
 //    and f32). vmcnt counts every vector-memory instruction in issue order, stores included (gfx9 has no
 //    separate store counter). A load whose value the compiler waits for (buffer_load_b*) lands at once,
 //    and with it every older one, as the compiler's own s_waitcnt would make them;
-//  * LDS is capped at the target's size (64 KiB gfx942, 160 KiB gfx950) and bounds-checked; the two warps
-//    of a wave are ordered at every s_waitcnt lgkmcnt and s_barrier;
+//  * LDS is capped at the target's size (64 KiB gfx942, 160 KiB gfx950): an allocation past it does not
+//    compile, an access past it (or misaligned) is reported; the two warps of a wave are ordered at every
+//    s_waitcnt lgkmcnt and s_barrier;
 //  * s_barrier counts waves as the hardware does: it opens when every wave that has not ended arrived.
 //    On exit the waves must have executed the same number of s_barriers (the ping-pong schedules promise
-//    it); a barrier nobody else reaches is reported after a timeout instead of hanging;
+//    it); an s_barrier nobody else reaches is reported after a timeout instead of hanging (the named
+//    barriers that pair a wave's two warps have no timeout: wave-uniform control flow is assumed);
 //  * s_setprio and sched_barrier / sched_group_barrier do nothing.
 // Not emulated: timing, instruction scheduling, register allocation (AGPR vs VGPR), LDS bank conflicts.
 // Errors are recorded in tiles_emu_status (read by the host after the launch: cdna_emu/backend.py).
@@ -81,8 +83,7 @@ enum error : unsigned {
   kOk = 0,
   kBarrierTimeout = 1,    // an s_barrier no other wave reached
   kBarrierUnbalanced = 2, // the waves ended having executed different numbers of s_barrier
-  kLdsOutOfRange = 3,     // an LDS access past the kernel's allocation
-  kTooManyWaves = 4,      // more than 1024 work-items
+  kLdsOutOfRange = 3,     // an LDS access past the target's LDS (or misaligned)
 };
 
 inline constexpr int kLdsBytes = TILES_EMU_GFX == 950 ? 160 * 1024 : 64 * 1024;
@@ -229,7 +230,6 @@ struct scope {
       b.barrier = 0;
       b.gen = 0;
       b.abort = 0;
-      if (waves() > kMaxWaves) fail(kTooManyWaves, waves());
     }
     b.lanes[tid()] = &mine;
     __syncthreads();
