@@ -155,6 +155,19 @@ def render_table(pos, kw, where) -> str:
 def render_bench(pos, kw, where, page) -> str:
     b = _bench
     out = []
+    if pos and b["results"]:  # one kernel's rows of the side-by-side table, and its figure
+        kernel = pos[0]
+        lines = b["markdown"].splitlines()
+        head = next((i for i, ln in enumerate(lines) if ln.startswith("| kernel |")), None)
+        rows = [ln for ln in lines if ln.startswith(f"| {kernel} |")]
+        if head is None or not rows:
+            raise PluginError(f"{where}: tiles:bench {kernel}: no measured rows for that kernel in bench/results")
+        out += [lines[head], lines[head + 1], *rows, ""]
+        for f in b["figures"]:
+            if os.path.basename(f) == f"{kernel}.svg":
+                rel = posixpath.relpath(f"{BENCH_DIR}/{kernel}.svg", posixpath.dirname(page.file.src_uri) or ".")
+                out.append(f"![{kernel}: measured TFLOP/s]({rel}){{ .tiles-figure }}\n")
+        return "\n".join(out) + "\n"
     if b["results"]:
         md = b["markdown"]
         md = re.sub(r"^# .*\n", "", md, count=1)
