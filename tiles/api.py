@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from typing import Optional
 
 import torch
@@ -22,6 +23,20 @@ def _empty(shape, dtype, device):
     return torch.empty(shape, dtype=dtype, device=device)
 
 
+def _direct(*tensors) -> bool:
+    """Whether a call may run an op's implementation itself instead of going through torch's custom-op
+    dispatch, whose first call in a process imports torch._dynamo (about 3 s). Only where the two cannot
+    differ: plain tensors, nothing to differentiate, no torch.compile trace and no functorch transform
+    running; there the custom op is what makes tiles compose."""
+    if any(type(t) is not torch.Tensor for t in tensors):
+        return False
+    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+        return False
+    if torch._C._are_functorch_transforms_active():
+        return False
+    return "torch._dynamo" not in sys.modules or not torch.compiler.is_compiling()
+
+
 def _launch(backend: str, kfn, problem: dict, *args, **kwargs):
     b = backends.get(backend)
     kwargs.update(b.config(kfn.name, **problem))
@@ -34,8 +49,7 @@ ATTENTION_FWD = ("attention_fwd",)
 ATTENTION_BWD = ("attention_bwd_prep", "attention_bwd_dkdv", "attention_bwd_dq")
 
 
-@torch.library.custom_op("tiles::attention_fwd", mutates_args=())
-def _attention_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float,
+def _attention_fwd_impl(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float,
                    backend: str) -> tuple[torch.Tensor, torch.Tensor]:
     for n, t in (("q", q), ("k", k), ("v", v)):
         validate.aligned(n, t)
@@ -49,6 +63,9 @@ def _attention_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bo
     _launch(backend, attention_fwd, dict(D=D, causal=causal, Sq=Sq, Sk=k.shape[1]),
             q, k, v, out, lse, scale, causal=causal, D=D)
     return out, lse
+
+
+_attention_fwd = torch.library.custom_op("tiles::attention_fwd", _attention_fwd_impl, mutates_args=())
 
 
 @_attention_fwd.register_fake
@@ -119,15 +136,14 @@ def attention(q, k, v, causal: bool = False, scale: Optional[float] = None, back
     b = backends.resolve(backend, device, needs)
     for n, t in (("q", q), ("k", k), ("v", v)):
         validate.index_range(n, t, b.max_index)
-    out, lse = _attention_fwd(q, k, v, causal, scale, b.name)
+    out, lse = (_attention_fwd_impl if _direct(q, k, v) else _attention_fwd)(q, k, v, causal, scale, b.name)
     return (out, lse) if return_lse else out
 
 
 # ----------------------------------------------------------------------------- gemm
 
 
-@torch.library.custom_op("tiles::gemm", mutates_args=())
-def _gemm(a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype, backend: str) -> torch.Tensor:
+def _gemm_impl(a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype, backend: str) -> torch.Tensor:
     validate.aligned("a", a)
     validate.aligned("b", b)
     M, K = a.shape
@@ -149,6 +165,9 @@ def _gemm(a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype, backend: str
         return cp[:, :N]
     _launch(backend, gemm_k, dict(M=M, N=N, K=K), a, b, c)
     return c
+
+
+_gemm = torch.library.custom_op("tiles::gemm", _gemm_impl, mutates_args=())
 
 
 @_gemm.register_fake
@@ -202,14 +221,13 @@ def gemm(a, b, out_dtype: Optional[torch.dtype] = None, backend: Optional[str] =
     be = backends.resolve(backend, device, ("gemm",))
     validate.index_range("a", a, be.max_index)
     validate.index_range("b", b, be.max_index)
-    return _gemm(a, b, out_dtype, be.name)
+    return (_gemm_impl if _direct(a, b) else _gemm)(a, b, out_dtype, be.name)
 
 
 # ----------------------------------------------------------------------------- gemm_fp8
 
 
-@torch.library.custom_op("tiles::gemm_fp8", mutates_args=())
-def _gemm_fp8(a: torch.Tensor, b: torch.Tensor, a_scale: torch.Tensor, b_scale: torch.Tensor,
+def _gemm_fp8_impl(a: torch.Tensor, b: torch.Tensor, a_scale: torch.Tensor, b_scale: torch.Tensor,
               out_dtype: torch.dtype, backend: str) -> torch.Tensor:
     M, K = a.shape
     N = b.shape[0]
@@ -223,6 +241,9 @@ def _gemm_fp8(a: torch.Tensor, b: torch.Tensor, a_scale: torch.Tensor, b_scale: 
     sb = b_scale.unsqueeze(1).expand(b_scale.shape[0], blk, b_scale.shape[1])
     _launch(backend, gemm_fp8_k, dict(M=M, N=N, K=K), a, b, a_scale, sb, c)
     return c
+
+
+_gemm_fp8 = torch.library.custom_op("tiles::gemm_fp8", _gemm_fp8_impl, mutates_args=())
 
 
 @_gemm_fp8.register_fake
@@ -252,7 +273,8 @@ def gemm_fp8(a, b, a_scale, b_scale, out_dtype: Optional[torch.dtype] = torch.bf
     check = getattr(be, "check_fp8", None)
     if check is not None:  # the machine's 8-bit format (OCP e4m3fn or e4m3fnuz), before any launch
         check("a", a.dtype, device)
-    return _gemm_fp8(a, b, a_scale, b_scale, out_dtype, be.name)
+    op = _gemm_fp8_impl if _direct(a, b, a_scale, b_scale) else _gemm_fp8
+    return op(a, b, a_scale, b_scale, out_dtype, be.name)
 
 
 # ----------------------------------------------------------------------------- layernorm, rotary

@@ -1,0 +1,50 @@
+"""Eager calls that need neither autograd nor torch.compile skip torch's custom-op dispatch (whose first
+call imports torch._dynamo, seconds); everything else goes through the custom ops."""
+import subprocess
+import sys
+import textwrap
+
+import torch
+
+import tiles
+from tiles import api
+
+SCRIPT = textwrap.dedent("""
+    import sys, time, torch, tiles
+    a = torch.randn(16, 24, dtype=torch.bfloat16); b = torch.randn(24, 8, dtype=torch.bfloat16)
+    q = torch.randn(1, 8, 2, 64, dtype=torch.bfloat16)
+    t = time.perf_counter()
+    c = tiles.gemm(a, b); o = tiles.attention(q, q, q, causal=True)
+    print("direct", time.perf_counter() - t, "torch._dynamo" in sys.modules)
+    a.requires_grad_(True)
+    tiles.gemm(a, b).float().sum().backward()
+    print("grad", a.grad is not None, "torch._dynamo" in sys.modules)
+""")
+
+
+def test_first_eager_call_does_not_import_dynamo():
+    out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, check=True).stdout.split()
+    assert out[0] == "direct" and out[2] == "False", out  # no custom-op dispatch on the direct path
+    assert out[3:] == ["grad", "True", "True"], out  # autograd goes through the custom op
+
+
+def test_direct_only_where_the_custom_op_cannot_differ():
+    x = torch.zeros(2, 2)
+    assert api._direct(x, x)
+    assert not api._direct(x, torch.zeros(2, 2, requires_grad=True))
+    with torch.no_grad():
+        assert api._direct(torch.zeros(2, 2, requires_grad=True))
+
+    class Sub(torch.Tensor):
+        pass
+
+    assert not api._direct(x, x.as_subclass(Sub))
+
+
+def test_direct_and_custom_op_give_the_same_answer():
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(20, 40, generator=g).to(torch.bfloat16)
+    b = torch.randn(40, 12, generator=g).to(torch.bfloat16)
+    direct = tiles.gemm(a, b, backend="interp")
+    via_op = api._gemm(a, b, torch.bfloat16, "interp")
+    assert torch.equal(direct, via_op)
