@@ -1,6 +1,8 @@
 #!/bin/sh
 # One device call for the fp8 GEMM variants (issue #9): smoke test every variant under a timeout (a
 # variant that hangs or fails is left out), then correctness + interleaved timing of the survivors.
+# FP8_VARIANTS=a,b (optional) keeps only those variants next to base/base_again, e.g.
+#   FP8_VARIANTS=bn256,bn256_pp sh bench/device_fp8_variants.sh   # the prepared ping-pong schedule
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1 TILES_CACHE_DIR=${TILES_CACHE_DIR:-$PWD/.tc_fp8}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"

@@ -9,6 +9,8 @@ M=1024 issue shapes against float64, bitwise agreement with `base` at every issu
 does the same fmaf sequence per element), then all variants and the baselines (torch._scaled_mm
 row-wise, cuBLAS bf16) timed interleaved, rep by rep, on rotating input sets (median of event-timed
 launches). Rows go to $OUT/fp8_variants.json; a table is printed last.
+FP8_VARIANTS=a,b,...: keep only these variants (plus base and base_again) in both modes, e.g.
+FP8_VARIANTS=bn256,bn256_pp for the ping-pong check (bench/hopper_fp8_notes.md, "Prepared, not yet measured").
 """
 import json
 import os
@@ -27,7 +29,15 @@ VARIANTS = {
     "cl2": dict(cluster=2),
     "bn256_cl2": dict(BN=256, stages=4, cluster=2),
     "cl2_g16": dict(cluster=2, group_m=16),
+    # prepared 2026-11-29, not yet measured: BN=256 with the consumer warpgroups' wgmma bursts alternating
+    "bn256_pp": dict(BN=256, stages=4, schedule="pingpong"),
 }
+if os.environ.get("FP8_VARIANTS"):
+    _keep = {"base", "base_again", *os.environ["FP8_VARIANTS"].split(",")}
+    _unknown = _keep - set(VARIANTS)
+    if _unknown:
+        sys.exit(f"FP8_VARIANTS: unknown variants {sorted(_unknown)}; known: {sorted(VARIANTS)}")
+    VARIANTS = {k: v for k, v in VARIANTS.items() if k in _keep}
 SMALL = [(7, 130, 200), (130, 200, 384), (257, 300, 1000), (300, 129, 4096), (384, 640, 1024), (512, 384, 7168)]
 OUT = os.environ.get("OUT", "/tmp/out")
 os.makedirs(OUT, exist_ok=True)

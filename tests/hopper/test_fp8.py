@@ -41,7 +41,10 @@ def _lowered(**options):
 
 
 @pytest.mark.parametrize("options", [{}, {"overlap": False, "epilogue": "regs"}, {"BN": 256}, {"cluster": 2},
-                                     {"BN": 256, "cluster": 2, "epilogue": "regs"}])
+                                     {"BN": 256, "cluster": 2, "epilogue": "regs"},
+                                     {"BN": 256, "schedule": "pingpong"},
+                                     {"BN": 256, "schedule": "pingpong", "epilogue": "regs"},
+                                     {"BN": 256, "schedule": "pingpong", "cluster": 2}])
 def test_lowers_and_compiles_with_qgmma(options, tmp_path):
     low = _lowered(**options)
     assert "mma(part, a, b, tb=True, accumulate=False)" in low.source  # the tile program, quoted
@@ -91,3 +94,22 @@ def test_wide_tiles_and_clusters():
     picks = {(m, n): lower_fp8.choose_bn(m, n, 132) for m, n in
              [(1024, 1536), (1024, 4608), (6144, 7168), (6144, 1536), (8192, 8192)]}
     assert picks == {(1024, 1536): 128, (1024, 4608): 128, (6144, 7168): 256, (6144, 1536): 128, (8192, 8192): 256}
+
+
+def test_pingpong_option():
+    """schedule="pingpong" (prepared in bench/hopper_fp8_notes.md, not yet measured) is off by default: the
+    default source is byte-identical to the one rendered with the option set to its default explicitly, and
+    the ping-pong source takes turns through named barriers in both the lowering and fp8_source."""
+    for options in ({}, {"BN": 256}, {"overlap": False, "epilogue": "regs"}, {"cluster": 2}):
+        assert _lowered(**options).source == _lowered(**options, schedule="cooperative").source
+        fp8 = dict(options, stages=4) if options.get("BN") == 256 else options
+        assert lower_fp8.fp8_source("bf16", **fp8)["source"] == \
+            lower_fp8.fp8_source("bf16", **fp8, schedule="cooperative")["source"]
+        assert "await_turn" not in _lowered(**options).source
+    low = _lowered(BN=256, schedule="pingpong")
+    assert low.entry.endswith("_pp") and low.notes["config"]["schedule"] == "pingpong"
+    assert low.source.count("await_turn(cw);") == 3 and low.source.count("pass_turn(cw);") == 3
+    with pytest.raises(LoweringError, match="pingpong"):
+        _lowered(schedule="pingpong")  # BN=128
+    with pytest.raises(ValueError, match="schedule must be"):
+        lower_fp8.fp8_source("bf16", schedule="alternating")

@@ -11,7 +11,9 @@ The lowering recognises the tile program's shape and checks each assumption the 
 
 Lowering options (fp8_source's): BN=256 puts two of the program's 128-wide N tiles in one CTA (two
 B scale blocks; the promotion runs per N half), cluster=2 pairs CTAs along M that share each B tile
-through TMA multicast, plus stages, group_m, overlap, epilogue and the register split.
+through TMA multicast, schedule="pingpong" (BN=256: the two consumer warpgroups take turns issuing their
+wgmmas, ordered by named barriers, so one promotes while the other's run; not yet measured), plus stages,
+group_m, overlap, epilogue and the register split.
 
 The four ops after the mma become one fused promotion (acc += part * (sa[row] * sb)) per thread.
 The grid becomes persistent CTAs visiting the same tiles in grouped order. Hopper's fp8 wgmma reads
@@ -30,7 +32,8 @@ from tiles.core.patterns import Pipelined, ProducerConsumer
 from . import gemm_probe, runtime
 
 ARCH = runtime.ARCH
-DEFAULTS = dict(stages=6, group_m=8, producer_regs=40, consumer_regs=232, epilogue="tma", overlap=True, cluster=1)
+DEFAULTS = dict(stages=6, group_m=8, producer_regs=40, consumer_regs=232, epilogue="tma", overlap=True, cluster=1,
+                schedule="cooperative")
 # What the lowering picks where the options leave it open: the CTA's N width (the tile program's BN is the
 # 128-wide scale block; 256 = two of its tiles per CTA). Set from the H200 measurements (bench/hopper_fp8_notes.md).
 LOWER_DEFAULTS = dict(BN=128)
@@ -61,14 +64,20 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
         raise ValueError(f"BK and BN must be 128 (the scale block; BN=256 is two of them), got BK={BK}, BN={BN}")
     if BN == 256:
         cfg["overlap"] = False  # acc (128 registers) + one 64-register scratch: no room for a second
+    if cfg["schedule"] not in ("cooperative", "pingpong"):
+        raise ValueError(f"schedule must be 'cooperative' or 'pingpong', got {cfg['schedule']!r}")
+    if cfg["schedule"] == "pingpong" and (BN != 256 or consumers != 2):
+        raise ValueError(f"schedule='pingpong' takes turns between 2 consumer warpgroups over BN=256's two N halves; "
+                         f"got BN={BN}, consumers={consumers}")
     if cfg["cluster"] not in (1, 2):
         raise ValueError(f"cluster must be 1 or 2, got {cfg['cluster']}")
     if BM != 64 * consumers:
         raise ValueError(f"BM={BM} must be 64 rows per consumer warpgroup ({consumers} consumers)")
     if cfg["epilogue"] not in ("regs", "tma"):
         raise ValueError(f"epilogue must be 'regs' or 'tma', got {cfg['epilogue']!r}")
-    name = (name or "tiles_gemm_fp8_{ot}_{BM}x{BN}x{BK}".format(ot=ot, **cfg)) + "_s{stages}_g{group_m}_{epilogue}{ov}{cl}".format(
-        ov="_ov" if cfg["overlap"] else "", cl=f"_cl{cfg['cluster']}" if cfg["cluster"] > 1 else "", **cfg)
+    suffix = "_s{stages}_g{group_m}_{epilogue}".format(**cfg) + ("_ov" if cfg["overlap"] else "") \
+        + (f"_cl{cfg['cluster']}" if cfg["cluster"] > 1 else "") + ("_pp" if cfg["schedule"] == "pingpong" else "")
+    name = (name or "tiles_gemm_fp8_{ot}_{BM}x{BN}x{BK}".format(ot=ot, **cfg)) + suffix
     smem = _smem(cfg, BM, BN, BK)
     if smem > SMEM_LIMIT:
         raise ValueError(f"{cfg['stages']} stages need {smem} bytes of shared memory (limit {SMEM_LIMIT})")
