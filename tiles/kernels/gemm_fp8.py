@@ -2,10 +2,11 @@
 
 A (M, K) and B (N, K) hold 8-bit floats. Each 1 x 128 block of A along K has one f32 scale
 (SA, (M, cdiv(K, 128))), each 128 x 128 block of B one (SB, (cdiv(N, 128), cdiv(K, 128))). The
-product of one 128-wide K block is accumulated exactly in f32 by the tensor core, then scaled by
-its row scale and its column-block scale and added to the running f32 sum ("promotion" once per K
-block, so the fp8 products never build up in the tensor core's narrower internal accumulator over
-the whole of K). C is written in its own dtype.
+product of one 128-wide K block is summed by the matrix unit (each fp8 x fp8 product is exact in
+f32), then scaled by its row scale and its column-block scale and added to the running f32 sum
+("promotion" once per K block: the scales differ per block, and the sums inside the matrix unit,
+which may keep fewer bits than f32, never run over more than 128 products). C is written in its
+own dtype.
 
 SB reaches the kernel as a 3-D view (cdiv(N, 128), 128, cdiv(K, 128)) with stride 0 on the middle
 axis: window SB[n, :, kb] is then the 128 per-column scales of tile column n (all equal), a plain
