@@ -18,8 +18,7 @@ from tiles.backends.cdna import compile as cc
 from tiles.backends.cdna import layouts as L
 from tiles.backends.cdna import schedule as S
 from tiles.backends.cdna.gemm_probe import LDS_LIMIT
-from tiles.backends.cdna.lower_attention import (AttnConfig, CDNAAttentionLowering, attention_schedule, default_tiles,
-                                                 key_perm)
+from tiles.backends.cdna.lower_attention import AttnConfig, attention_schedule, default_tiles, key_perm
 from tiles.core.lowering import LoweringError
 from tiles.kernels import SUITE
 
@@ -48,24 +47,8 @@ def compiled(arch, clang, D, causal, hiprtc=False, asm=False):
 
 
 def loop_of(disasm: str) -> str:
-    """The K/V loop: like compile.loop_body, but clang-19 closes it with an unconditional s_branch."""
-    lines = disasm.splitlines()
-    addr = []
-    for line in lines:
-        m = re.search(r"//\s*([0-9A-Fa-f]{6,}):", line)
-        addr.append(int(m.group(1), 16) if m else None)
-    best = None
-    for i, line in enumerate(lines):
-        m = re.match(r"\s+s_(?:cbranch_\w+|branch)\s+(\d+)\s", line)
-        if m and addr[i] is not None:
-            simm = int(m.group(1))
-            simm = simm - 65536 if simm >= 32768 else simm
-            if simm < 0:
-                target = addr[i] + 4 + 4 * simm
-                start = next(j for j in range(i, -1, -1) if addr[j] is not None and addr[j] <= target)
-                if best is None or i - start > best[1] - best[0]:  # the outermost backward branch: the loop
-                    best = (start, i)
-    return "" if best is None else "\n".join(lines[best[0]:best[1] + 1])
+    """The K/V loop: the outermost backward-branching loop (clang-19 closes it with an s_branch)."""
+    return cc.loop_body(disasm, outermost=True)
 
 
 MFMA = {("gfx942", 16): "v_mfma_f32_16x16x16_bf16", ("gfx950", 16): "v_mfma_f32_16x16x32_bf16"}
@@ -208,7 +191,7 @@ def test_gqa_query_heads_of_one_kv_head_share_an_xcd():
     xcds = {}
     for hw in range(total):
         wg = S.chiplet_remap(hw, total, 8, nqb * G)
-        qb, h, b = wg % nqb, (wg // nqb) % H, wg // (nqb * H)
+        h, b = (wg // nqb) % H, wg // (nqb * H)
         xcds.setdefault((b, h // G), set()).add(hw % 8)
     assert len(xcds) == B * Hkv and all(len(x) == 1 for x in xcds.values())
     assert sorted(S.chiplet_remap(w, total, 8, nqb * G) for w in range(total)) == list(range(total))

@@ -229,23 +229,27 @@ def hiprtc_header(download: bool = True) -> Tuple[Optional[str], str]:
         return None, f"could not obtain {HIPRTC_MEMBER} from {HIPRTC_WHEEL}: {e}"
 
 
-def loop_body(disasm: str) -> str:
-    """The instructions of the innermost backward-branching loop (the K loop of a GEMM), from the branch
-    target to the backward s_cbranch, as llvm-objdump printed them ('' when there is no loop)."""
+def loop_body(disasm: str, outermost: bool = False) -> str:
+    """The instructions of a backward-branching loop, from the branch target to the backward branch, as
+    llvm-objdump printed them ('' when there is no loop): by default the innermost loop closed by an
+    s_cbranch (the K loop of a GEMM); with `outermost`, the outermost loop closed by any branch (clang-19
+    closes attention's K/V loop with an unconditional s_branch)."""
     lines = disasm.splitlines()
     addr_of = []
-    for i, line in enumerate(lines):
+    for line in lines:
         m = re.search(r"//\s*([0-9A-Fa-f]{6,}):", line)
         addr_of.append(int(m.group(1), 16) if m else None)
+    branch = r"\s+s_(?:cbranch_\w+|branch)\s+(\d+)\s" if outermost else r"\s+s_cbranch_\w+\s+(\d+)\s"
     best = None
     for i, line in enumerate(lines):
-        m = re.match(r"\s+s_cbranch_\w+\s+(\d+)\s", line)
+        m = re.match(branch, line)
         if m and addr_of[i] is not None:
             simm = int(m.group(1))
             simm = simm - 65536 if simm >= 32768 else simm
             if simm < 0:
                 target = addr_of[i] + 4 + 4 * simm
                 start = next(j for j in range(i, -1, -1) if addr_of[j] is not None and addr_of[j] <= target)
-                if best is None or i - start < best[1] - best[0]:
+                span = i - start
+                if best is None or (span > best[1] - best[0] if outermost else span < best[1] - best[0]):
                     best = (start, i)
     return "" if best is None else "\n".join(lines[best[0]:best[1] + 1])

@@ -278,15 +278,6 @@ def _float(v) -> str:
     return None  # not a constant
 
 
-def _syms(e) -> List[ir.Sym]:
-    e = ir.as_expr(e)
-    if isinstance(e, ir.Sym):
-        return [e]
-    if isinstance(e, ir.Bin):
-        return _syms(e.a) + _syms(e.b)
-    return []
-
-
 class CDNAAttentionLowering(Lowering):
     backend = "cdna"
     template_dir = TEMPLATE_DIR
@@ -502,7 +493,7 @@ class CDNAAttentionLowering(Lowering):
         sch.check(sched)
         loop = g["loop"]
         for v in (g["lk"].ins[0], g["lv"].ins[0]):
-            if any(s.kind == "loop" for x in v.index if x is not None for s in _syms(x)):
+            if any(s.kind == "loop" for x in v.index if x is not None for s in ir.symbols(x)):
                 self._fail("the K/V views may not depend on the loop index")
         if self.expr(g["lk"].attrs["col"]) != "0" or self.expr(g["lv"].attrs["col"]) != "0" or self.expr(g["lq"].attrs["col"]) != "0":
             self._fail("tiles span the whole head dimension (col=0)")
@@ -876,7 +867,7 @@ class CDNAAttentionBwdDqLowering(CDNAAttentionLowering):
         check_bwd_config(cfg, self.check_registers)
         loop = g["loop"]
         for v in (g["lk"].ins[0], g["lv"].ins[0]):
-            if any(s.kind == "loop" for x in v.index if x is not None for s in _syms(x)):
+            if any(s.kind == "loop" for x in v.index if x is not None for s in ir.symbols(x)):
                 self._fail("the K/V views may not depend on the loop index")
         for n in (g["lk"], g["lv"], g["lq"], g["ldo"]):
             if self.expr(n.attrs["col"]) != "0":
@@ -1239,10 +1230,10 @@ class CDNAAttentionBwdDkdvLowering(CDNAAttentionBwdDqLowering):
             if self.expr(n.attrs["col"]) != "0":
                 self._fail("tiles span the whole head dimension (col=0)")
         for n in (g["lk"], g["lv"]):
-            if any(s.kind == "loop" for x in n.ins[0].index if x is not None for s in _syms(x)):
+            if any(s.kind == "loop" for x in n.ins[0].index if x is not None for s in ir.symbols(x)):
                 self._fail("the K/V views may not depend on a loop index")
         gi, qi = gloop.index.name, loop.index.name
-        if any(s.name == qi for x in list(g["lq"].ins[0].index) + list(g["ldo"].ins[0].index) if x is not None for s in _syms(x)):
+        if any(s.name == qi for x in list(g["lq"].ins[0].index) + list(g["ldo"].ins[0].index) if x is not None for s in ir.symbols(x)):
             self._fail("the Q/dO views may depend on the head loop only (the query block is the row)")
         self.viewname = {}
         views, loop_views, next_views = [], [], []

@@ -68,15 +68,6 @@ RESERVED = {"S", "pos", "cw", "wg_row0", "held", "pid0", "pid1", "pid2", "smem_r
 CMP = {"==", "!=", "<", "<=", ">", ">="}
 
 
-def _syms(e) -> List[ir.Sym]:
-    e = ir.as_expr(e)
-    if isinstance(e, ir.Sym):
-        return [e]
-    if isinstance(e, ir.Bin):
-        return _syms(e.a) + _syms(e.b)
-    return []
-
-
 def _tiles_of(op: ir.Op) -> List[ir.Tile]:
     return [x for x in op.outs + op.ins if isinstance(x, ir.Tile)]
 
@@ -170,7 +161,7 @@ class WarpSpecializedLowering(Lowering):
         # of about the same work, largest first. Otherwise program 0 fastest: CTAs running together
         # share K/V in L2.
         loop = k.main_loop()
-        varying = loop is not None and any(x.kind == "pid" for e in (loop.start, loop.stop) for x in _syms(e))
+        varying = loop is not None and any(x.kind == "pid" for e in (loop.start, loop.stop) for x in ir.symbols(e))
         self.order = self.options.get("order", "heavy_first" if varying else "pid0_fastest")
         # programs are walked with program 0 in reverse unless the low program ids are the heavy ones
         # (the forward's last query blocks see the most keys; dK/dV's first key blocks see the most queries)
@@ -265,7 +256,7 @@ class WarpSpecializedLowering(Lowering):
         grid holds the heavy programs."""
         env = {}
         for e in (loop.start, loop.stop, self.k.grid[0]):
-            env.update({x.name: 0 if x.kind in ("pid", "loop") else 4096 for x in _syms(e)})
+            env.update({x.name: 0 if x.kind in ("pid", "loop") else 4096 for x in ir.symbols(e)})
         if last:
             env["pid0"] = int(ir.evaluate(ir.as_expr(self.k.grid[0]), env)) - 1
         return int(ir.evaluate(ir.as_expr(loop.stop), env)) - int(ir.evaluate(ir.as_expr(loop.start), env))

@@ -23,7 +23,7 @@ import weakref
 from typing import List, Optional
 
 from tiles.core import ir
-from tiles.core.ir import Expr, Loop, Op, Sym, Tile, View
+from tiles.core.ir import Expr, Loop, Op, Tile, View
 from tiles.core.lowering import Lowered, Lowering, LoweringError, header_files
 
 from . import runtime
@@ -91,14 +91,6 @@ def choose_layout(tiles: List[Tile]) -> tuple:
     while most() > ELEMS_PER_THREAD and TR * TC * 2 <= MAX_THREADS and TC * 2 <= chunks:
         TC *= 2
     return TR, TC
-
-
-def _syms(e) -> List[Sym]:
-    if isinstance(e, Sym):
-        return [e]
-    if isinstance(e, ir.Bin):
-        return _syms(e.a) + _syms(e.b)
-    return []
 
 
 def _simple(text: str) -> bool:
@@ -318,7 +310,7 @@ class SimtLowering(Lowering):
 
         def scan(x):
             if isinstance(x, Expr):
-                found.update(s.name for s in _syms(x) if s.kind == "pid")
+                found.update(s.name for s in ir.symbols(x) if s.kind == "pid")
             elif isinstance(x, View):
                 for e in x.index:
                     scan(e)

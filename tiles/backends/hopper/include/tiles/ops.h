@@ -67,18 +67,18 @@ __device__ __forceinline__ void map2(rt<float, R, C>& d, const rt<float, R, C>& 
       d.v[s][p] = make_float2(f(a.v[s][p].x, b.v[s][p].x), f(a.v[s][p].y, b.v[s][p].y));
 }
 
+// The elementwise vocabulary (OPS.md), listed once: tiles, row vectors and column vectors each
+// instantiate it over their own layout.
+#define TILES_UNARY_OPS(X)                                                                               \
+  X(exp2, arch::exp2(x)) X(exp, arch::exp2(x * 1.4426950408889634f)) X(log2, arch::log2(x))             \
+  X(log, arch::log2(x) * 0.6931471805599453f) X(neg, -x) X(abs, fabsf(x)) X(rsqrt, arch::rsqrt(x)) X(copy, x)
+#define TILES_BINARY_OPS(X) X(add, x + y) X(sub, x - y) X(mul, x * y) X(div, x / y) X(max, fmaxf(x, y)) X(min, fminf(x, y))
+
 #define TILES_UNARY(name, expr)                                                              \
   template <int R, int C> __device__ __forceinline__ void name(rt<float, R, C>& d, const rt<float, R, C>& a) { \
     map(d, a, [](float x) { return expr; });                                                 \
   }
-TILES_UNARY(exp2, arch::exp2(x))
-TILES_UNARY(exp, arch::exp2(x * 1.4426950408889634f))
-TILES_UNARY(log2, arch::log2(x))
-TILES_UNARY(log, arch::log2(x) * 0.6931471805599453f)
-TILES_UNARY(neg, -x)
-TILES_UNARY(abs, fabsf(x))
-TILES_UNARY(rsqrt, arch::rsqrt(x))
-TILES_UNARY(copy, x)
+TILES_UNARY_OPS(TILES_UNARY)
 #undef TILES_UNARY
 
 #define TILES_BINARY(name, expr)                                                                          \
@@ -89,12 +89,7 @@ TILES_UNARY(copy, x)
   template <int R, int C> __device__ __forceinline__ void name(rt<float, R, C>& d, const rt<float, R, C>& a, float y) { \
     map(d, a, [y](float x) { return expr; });                                                              \
   }
-TILES_BINARY(add, x + y)
-TILES_BINARY(sub, x - y)
-TILES_BINARY(mul, x * y)
-TILES_BINARY(div, x / y)
-TILES_BINARY(max, fmaxf(x, y))
-TILES_BINARY(min, fminf(x, y))
+TILES_BINARY_OPS(TILES_BINARY)
 #undef TILES_BINARY
 
 // ================================================================ row reductions and broadcasts
@@ -237,31 +232,20 @@ template <int R> __device__ __forceinline__ void fill(rv<R>& d, float x) {
 template <int R> __device__ __forceinline__ void zero(rv<R>& d) { fill(d, 0.f); }
 #define TILES_VUNARY(name, expr) \
   template <int R> __device__ __forceinline__ void name(rv<R>& d, const rv<R>& a) { map(d, a, [](float x) { return expr; }); }
-TILES_VUNARY(exp2, arch::exp2(x))
-TILES_VUNARY(exp, arch::exp2(x * 1.4426950408889634f))
-TILES_VUNARY(log2, arch::log2(x))
-TILES_VUNARY(log, arch::log2(x) * 0.6931471805599453f)
-TILES_VUNARY(neg, -x)
-TILES_VUNARY(abs, fabsf(x))
-TILES_VUNARY(rsqrt, arch::rsqrt(x))
-TILES_VUNARY(copy, x)
+TILES_UNARY_OPS(TILES_VUNARY)
 #undef TILES_VUNARY
+template <int R, typename F> __device__ __forceinline__ void map2(rv<R>& d, const rv<R>& a, const rv<R>& b, F f) {
+#pragma unroll
+  for (int s = 0; s < d.slices; ++s) d.v[s][0] = f(a.v[s][0], b.v[s][0]), d.v[s][1] = f(a.v[s][1], b.v[s][1]);
+}
 #define TILES_VBINARY(name, expr)                                                                          \
   template <int R> __device__ __forceinline__ void name(rv<R>& d, const rv<R>& a, const rv<R>& b) {       \
-    _Pragma("unroll") for (int s = 0; s < d.slices; ++s) {                                                 \
-      { const float x = a.v[s][0], y = b.v[s][0]; d.v[s][0] = expr; }                                     \
-      { const float x = a.v[s][1], y = b.v[s][1]; d.v[s][1] = expr; }                                     \
-    }                                                                                                      \
+    map2(d, a, b, [](float x, float y) { return expr; });                                                  \
   }                                                                                                        \
   template <int R> __device__ __forceinline__ void name(rv<R>& d, const rv<R>& a, float y) {              \
     map(d, a, [y](float x) { return expr; });                                                              \
   }
-TILES_VBINARY(add, x + y)
-TILES_VBINARY(sub, x - y)
-TILES_VBINARY(mul, x * y)
-TILES_VBINARY(div, x / y)
-TILES_VBINARY(max, fmaxf(x, y))
-TILES_VBINARY(min, fminf(x, y))
+TILES_BINARY_OPS(TILES_VBINARY)
 #undef TILES_VBINARY
 // d[i] = value where pred(ref[i]), else d[i] unchanged.
 template <int R, typename P> __device__ __forceinline__ void fill_where(rv<R>& d, const rv<R>& ref, P pred, float value) {
@@ -307,31 +291,20 @@ template <int C> __device__ __forceinline__ void fill(cv<C>& d, float x) {
 template <int C> __device__ __forceinline__ void zero(cv<C>& d) { fill(d, 0.f); }
 #define TILES_CUNARY(name, expr) \
   template <int C> __device__ __forceinline__ void name(cv<C>& d, const cv<C>& a) { map(d, a, [](float x) { return expr; }); }
-TILES_CUNARY(exp2, arch::exp2(x))
-TILES_CUNARY(exp, arch::exp2(x * 1.4426950408889634f))
-TILES_CUNARY(log2, arch::log2(x))
-TILES_CUNARY(log, arch::log2(x) * 0.6931471805599453f)
-TILES_CUNARY(neg, -x)
-TILES_CUNARY(abs, fabsf(x))
-TILES_CUNARY(rsqrt, arch::rsqrt(x))
-TILES_CUNARY(copy, x)
+TILES_UNARY_OPS(TILES_CUNARY)
 #undef TILES_CUNARY
+template <int C, typename F> __device__ __forceinline__ void map2(cv<C>& d, const cv<C>& a, const cv<C>& b, F f) {
+#pragma unroll
+  for (int i = 0; i < d.per_lane; ++i) d.v[i] = f(a.v[i], b.v[i]);
+}
 #define TILES_CBINARY(name, expr)                                                                          \
   template <int C> __device__ __forceinline__ void name(cv<C>& d, const cv<C>& a, const cv<C>& b) {       \
-    _Pragma("unroll") for (int i = 0; i < d.per_lane; ++i) {                                               \
-      const float x = a.v[i], y = b.v[i];                                                                  \
-      d.v[i] = expr;                                                                                       \
-    }                                                                                                      \
+    map2(d, a, b, [](float x, float y) { return expr; });                                                  \
   }                                                                                                        \
   template <int C> __device__ __forceinline__ void name(cv<C>& d, const cv<C>& a, float y) {              \
     map(d, a, [y](float x) { return expr; });                                                              \
   }
-TILES_CBINARY(add, x + y)
-TILES_CBINARY(sub, x - y)
-TILES_CBINARY(mul, x * y)
-TILES_CBINARY(div, x / y)
-TILES_CBINARY(max, fmaxf(x, y))
-TILES_CBINARY(min, fminf(x, y))
+TILES_BINARY_OPS(TILES_CBINARY)
 #undef TILES_CBINARY
 // v[c] = src[(col0 + c) * stride], 0 past n: lane l reads columns l, l + 32, ... (a warp's reads are
 // consecutive; the four warps read the same addresses and L1 serves the repeats).

@@ -150,8 +150,9 @@ __device__ __forceinline__ void bcast_col(tile<R, C, L>& d, const tile<R, C, L>&
 }
 
 // ---------------------------------------------------------------- masks
-template <class D, int R, int C, class L>
-__device__ __forceinline__ void mask_causal(tile<R, C, L>& t, int row0, int col0, int offset, float value) {
+// t[r, c] = value (rounded to D) where masked(r, c), over the tile's own row and column offsets
+template <class D, int R, int C, class L, class P>
+__device__ __forceinline__ void mask_where(tile<R, C, L>& t, float value, P masked) {
   typedef tile<R, C, L> T;
   const float x = round_to<D>(value);
 #pragma unroll
@@ -160,19 +161,15 @@ __device__ __forceinline__ void mask_causal(tile<R, C, L>& t, int row0, int col0
     for (int j = 0; j < T::NJ; ++j)
 #pragma unroll
       for (int e = 0; e < T::V; ++e)
-        if (col0 + T::col(j, e) > row0 + T::row(i) + offset) t.v[(i * T::NJ + j) * T::V + e] = x;
+        if (masked(T::row(i), T::col(j, e))) t.v[(i * T::NJ + j) * T::V + e] = x;
+}
+template <class D, int R, int C, class L>
+__device__ __forceinline__ void mask_causal(tile<R, C, L>& t, int row0, int col0, int offset, float value) {
+  mask_where<D>(t, value, [=](int r, int c) { return col0 + c > row0 + r + offset; });
 }
 template <class D, int R, int C, class L>
 __device__ __forceinline__ void mask_cols(tile<R, C, L>& t, int col0, int limit, float value) {
-  typedef tile<R, C, L> T;
-  const float x = round_to<D>(value);
-#pragma unroll
-  for (int i = 0; i < T::NI; ++i)
-#pragma unroll
-    for (int j = 0; j < T::NJ; ++j)
-#pragma unroll
-      for (int e = 0; e < T::V; ++e)
-        if (col0 + T::col(j, e) >= limit) t.v[(i * T::NJ + j) * T::V + e] = x;
+  mask_where<D>(t, value, [=](int, int c) { return col0 + c >= limit; });
 }
 template <class D, int R, int C, class L>
 __device__ __forceinline__ void mask_rows(tile<R, C, L>& t, int row0, int limit, float value) {
