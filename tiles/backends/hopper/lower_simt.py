@@ -104,6 +104,12 @@ class SimtLowering(Lowering):
     template_dir = TEMPLATES
     int_call = {"min": "min({a}, {b})", "max": "max({a}, {b})", "cdiv": "simt::cdiv({a}, {b})"}
 
+    @classmethod
+    def config(cls, kernel: Optional[str] = None, **_) -> dict:
+        # attention_bwd_prep: 16 rows a block, not 64: more blocks in flight for a memory-bound
+        # reduction, 1.05-1.14x on the H200 (bench/hopper_notes.md, tile sweep)
+        return {"BM": 16} if kernel == "attention_bwd_prep" else {}
+
     def __init__(self, kernel: ir.Kernel, arch: Optional[str] = None, **options):
         super().__init__(kernel, arch or ARCH)
         if self.arch != ARCH:
@@ -399,12 +405,14 @@ class SimtLowering(Lowering):
 
 
 class LayerNormLowering(SimtLowering):
-    """layernorm: the generic lowering, with rows per block chosen so a block's tile is <= 8192 values
-    (one 4096-wide row pair at 128 threads; narrow rows 16 at a time)."""
+    """layernorm: the generic lowering, one row a block from 1024 columns up, narrower rows packed
+    until a block's tile holds 8192 values (16 rows at most)."""
 
     @classmethod
     def config(cls, N: Optional[int] = None, NP: Optional[int] = None, **_) -> dict:
         width = NP or (_pow2_ceil(N) if N else None)
         if not width:
             return {}
-        return {"BM": max(1, min(16, 8192 // width))}
+        # one row a block from 1024 columns up: 1.07x (4096) and 1.22x (1024) over 8192 values a
+        # block on the H200, the same at 8192, and 8 values a thread keep ptxas from spilling at 4096
+        return {"BM": 1 if width >= 1024 else min(16, 8192 // width)}

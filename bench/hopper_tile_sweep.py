@@ -1,0 +1,176 @@
+"""One device call that sweeps the tile sizes the Hopper backend leaves open for the attention backward
+kernels (prep, dK/dV, dQ), the forward at short sequences, and layernorm's rows per block.
+
+    PYTHONUNBUFFERED=1 PYTHONPATH=. TILES_CACHE_DIR=/tmp/tc python3 bench/hopper_tile_sweep.py [--only bwd,fwd,ln]
+
+Every variant is launched from prepared arguments on the same inputs as the default and its output is
+compared with the default's (the defaults themselves are checked against float64 by the portability
+suite): a variant whose output differs by more than 2 % of the output's largest value is reported
+wrong and not timed. Times: CUDA events, interleaved rounds over 3 input sets, medians
+(`hopper_attention_check._time_batch`). Rows go to $OUT/tile_sweep.json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+OUT = os.environ.get("OUT", "/tmp/hopper_out")
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.dirname(HERE)]
+from hopper_attention_check import _time_batch  # noqa: E402
+
+# name -> (constexpr overrides, lowering options); "base" is what the backend picks today
+DQ = {"base": ({}, {}), "m128n64": ({"BM": 128, "BN": 64}, {}), "m128n64pp": ({"BM": 128, "BN": 64}, {"pingpong": True}),
+      "m128n128": ({"BM": 128, "BN": 128}, {}), "m192n64": ({"BM": 192, "BN": 64}, {}), "m64n64": ({"BM": 64, "BN": 64}, {})}
+DKDV = {"base": ({}, {}), "m128": ({"BM": 128}, {}), "n192": ({"BN": 192}, {}), "pp": ({}, {"pingpong": True}),
+        "m32": ({"BM": 32}, {}), "n192m32": ({"BN": 192, "BM": 32}, {})}
+PREP = {"base": {}, "m128": {"BM": 128}, "m256": {"BM": 256}, "m16": {"BM": 16}}
+FWD = {"base": ({}, {}), "np": ({}, {"persistent": False}), "bn64": ({"BN": 64}, {}), "st2": ({}, {"stages": 2}),
+       "nopp": ({}, {"pingpong": False})}
+LN = {"base": {}, "m1": {"BM": 1}, "m4": {"BM": 4}}
+
+
+def record(**row):
+    os.makedirs(OUT, exist_ok=True)
+    with open(os.path.join(OUT, "tile_sweep.json"), "a") as f:
+        f.write(json.dumps(row) + "\n")
+    print(json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}), flush=True)
+
+
+def _close(x, ref) -> bool:
+    import torch
+    x, ref = x.float(), ref.float()
+    return bool(torch.isfinite(x).all()) and float((x - ref).abs().max()) <= 0.02 * float(ref.abs().max()) + 1e-6
+
+
+def _sweep(tag, shape, flops, variants, make, outs_of):
+    """make(variant, set index) -> zero-argument launch; outs_of(set index) -> output tensors to compare."""
+    import torch
+    fns, ok = {}, {}
+    for name in variants:
+        try:
+            gos = [make(name, i) for i in range(3)]
+        except Exception as e:  # a variant the lowering refuses
+            record(kind=tag, **shape, variant=name, error=repr(e)[:300])
+            continue
+        gos[0]()
+        torch.cuda.synchronize()
+        got = [t.clone() for t in outs_of(0)]
+        if name == "base":
+            base = got
+        ok[name] = all(_close(g, b) for g, b in zip(got, base))
+        if ok[name]:
+            fns[name] = lambda i, gos=gos: gos[i % 3]()
+    for f in fns.values():
+        for i in range(3):
+            f(i)
+    torch.cuda.synchronize()
+    ms = _time_batch(fns, rounds=7, inner=5)
+    for name in ok:
+        t = ms.get(name)
+        record(kind=tag, **shape, variant=name, correct=ok[name], ms=t,
+               tflops=None if t is None or not flops else flops / (t * 1e-3) / 1e12,
+               vs_base=None if t is None else ms["base"] / t)
+
+
+def bwd():
+    import torch
+    from tiles import backends
+    from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
+    from tiles.kernels import attention_bwd_dkdv, attention_bwd_dq, attention_bwd_prep, attention_fwd
+    for D in (128, 64):
+        for causal in (False, True):
+            for S in (1024, 4096):
+                B, H = 16384 // S, 2048 // D
+                shape = dict(D=D, causal=causal, S=S, B=B, H=H)
+                f5 = 4 * B * H * S * S * D / (2 if causal else 1)  # one S x S x D GEMM pair = 2 · 2BHS²D
+                sets = []
+                for i in range(3):
+                    g = torch.Generator(device="cuda").manual_seed(i)
+                    q, k, v, do = (torch.randn(B, S, H, D, device="cuda", generator=g).bfloat16() for _ in range(4))
+                    o = torch.empty_like(q)
+                    lse = torch.empty(B, H, S, device="cuda")
+                    W.prepare(attention_fwd, q, k, v, o, lse, D ** -0.5, causal=causal, D=D)()
+                    sets.append(dict(q=q, k=k, v=v, do=do, o=o, lse=lse, delta=torch.empty(B, H, S, device="cuda"),
+                                     dq=torch.empty_like(q), dk=torch.empty_like(k), dv=torch.empty_like(v)))
+                hop = backends.get("hopper")
+
+                def prep(name, i):
+                    s = sets[i]
+                    kw = dict(D=D, **PREP[name])
+                    return lambda: hop.launch(attention_bwd_prep, s["o"], s["do"], s["delta"], **kw)
+                _sweep("prep", shape, 0, PREP, prep, lambda i: [sets[i]["delta"]])
+                for s in sets:  # Delta from the default prep for the kernels below
+                    hop.launch(attention_bwd_prep, s["o"], s["do"], s["delta"], D=D)
+
+                def dkdv(name, i):
+                    s, (over, opts) = sets[i], DKDV[name]
+                    return W.prepare(attention_bwd_dkdv, s["q"], s["k"], s["v"], s["do"], s["lse"], s["delta"],
+                                     s["dk"], s["dv"], D ** -0.5, causal=causal, D=D, options=opts, **over)
+                _sweep("dkdv", shape, 2 * f5, DKDV, dkdv, lambda i: [sets[i]["dk"], sets[i]["dv"]])
+
+                def dq(name, i):
+                    s, (over, opts) = sets[i], DQ[name]
+                    return W.prepare(attention_bwd_dq, s["q"], s["k"], s["v"], s["do"], s["lse"], s["delta"],
+                                     s["dq"], D ** -0.5, causal=causal, D=D, options=opts, **over)
+                _sweep("dq", shape, 1.5 * f5, DQ, dq, lambda i: [sets[i]["dq"]])
+                sets.clear()
+                torch.cuda.empty_cache()
+
+
+def fwd():
+    import torch
+    from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
+    from tiles.kernels import attention_fwd
+    for D in (128, 64):
+        for causal in (False, True):
+            for S in (512, 1024, 2048):
+                B, H = 16384 // S, 2048 // D
+                shape = dict(D=D, causal=causal, S=S, B=B, H=H)
+                sets = []
+                for i in range(3):
+                    g = torch.Generator(device="cuda").manual_seed(i)
+                    q, k, v = (torch.randn(B, S, H, D, device="cuda", generator=g).bfloat16() for _ in range(3))
+                    sets.append((q, k, v, torch.empty_like(q), torch.empty(B, H, S, device="cuda")))
+
+                def make(name, i):
+                    q, k, v, o, lse = sets[i]
+                    over, opts = FWD[name]
+                    return W.prepare(attention_fwd, q, k, v, o, lse, D ** -0.5, causal=causal, D=D,
+                                     options=opts, **{**W.config("attention_fwd", D=D), **over})
+                _sweep("fwd", shape, 4 * B * H * S * S * D / (2 if causal else 1), FWD, make,
+                       lambda i: [sets[i][3], sets[i][4]])
+                sets.clear()
+                torch.cuda.empty_cache()
+
+
+def ln():
+    import torch
+    from tiles import backends
+    from tiles.backends.hopper.lower_simt import LayerNormLowering
+    from tiles.kernels import layernorm
+    hop = backends.get("hopper")
+    for M, N in ((16384, 4096), (16384, 8192), (65536, 1024)):
+        xs = [torch.randn(M, N, device="cuda").bfloat16() for _ in range(3)]
+        w, b = torch.randn(N, device="cuda").bfloat16(), torch.randn(N, device="cuda").bfloat16()
+        ys = [torch.empty_like(x) for x in xs]
+        NP = 1 << (N - 1).bit_length()
+
+        def make(name, i):
+            kw = {**LayerNormLowering.config(N=N), **LN[name]}
+            return lambda: hop.launch(layernorm, xs[i], w, b, ys[i], 1e-5, NP=NP, **kw)
+        _sweep("layernorm", dict(M=M, N=N), 0, LN, make, lambda i: [ys[i]])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", default="bwd,fwd,ln")
+    args = ap.parse_args()
+    for part in args.only.split(","):
+        {"bwd": bwd, "fwd": fwd, "ln": ln}[part]()
+
+
+if __name__ == "__main__":
+    main()
