@@ -29,7 +29,7 @@ DKDV = {"base": ({}, {}), "m128": ({"BM": 128}, {}), "n192": ({"BN": 192}, {}), 
 PREP = {"base": {}, "m128": {"BM": 128}, "m256": {"BM": 256}, "m16": {"BM": 16}}
 FWD = {"base": ({}, {}), "np": ({}, {"persistent": False}), "bn64": ({"BN": 64}, {}), "st2": ({}, {"stages": 2}),
        "nopp": ({}, {"pingpong": False})}
-LN = {"base": {}, "m1": {"BM": 1}, "m4": {"BM": 4}}
+LN = {"base": {}, "m2": {"BM": 2}}  # m2 at 8 values a thread = the layout of the BM=2 default before
 
 
 def record(**row):
@@ -75,14 +75,14 @@ def _sweep(tag, shape, flops, variants, make, outs_of):
                vs_base=None if t is None else ms["base"] / t)
 
 
-def bwd():
+def bwd(seqs="1024,4096"):
     import torch
     from tiles import backends
     from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
     from tiles.kernels import attention_bwd_dkdv, attention_bwd_dq, attention_bwd_prep, attention_fwd
     for D in (128, 64):
         for causal in (False, True):
-            for S in (1024, 4096):
+            for S in map(int, seqs.split(",")):
                 B, H = 16384 // S, 2048 // D
                 shape = dict(D=D, causal=causal, S=S, B=B, H=H)
                 f5 = 4 * B * H * S * S * D / (2 if causal else 1)  # one S x S x D GEMM pair = 2 · 2BHS²D
@@ -164,12 +164,55 @@ def ln():
         _sweep("layernorm", dict(M=M, N=N), 0, LN, make, lambda i: [ys[i]])
 
 
+def autograd():
+    """The whole backward through autograd (prep + dK/dV + dQ as tiles.attention launches them) with
+    the backend's tile choices of today vs those of before the sweep (dQ BM=64, prep BM=64): GPU time
+    by events and the host time to issue one backward."""
+    import time
+    import torch
+    import tiles
+    from tiles.backends.hopper import lower_attention, lower_simt
+    W, Simt = lower_attention.WarpSpecializedLowering, lower_simt.SimtLowering
+    today = (W.config, W.SCHEDULES, Simt.config)
+    before = (classmethod(lambda cls, kernel=None, D=None, **p: {"BM": 192} if kernel == "attention_fwd" and D == 64 else {}),
+              {}, classmethod(lambda cls, kernel=None, **p: {}))
+    for D in (128, 64):
+        for causal in (False, True):
+            for S in (512, 1024, 4096):
+                B, H = 16384 // S, 2048 // D
+                g = torch.Generator(device="cuda").manual_seed(0)
+                q, k, v, do = (torch.randn(B, S, H, D, device="cuda", generator=g).bfloat16() for _ in range(4))
+                xs = [x.detach().requires_grad_() for x in (q, k, v)]
+                out = tiles.attention(*xs, causal=causal, backend="hopper")
+                fns = {}
+                for name, (cfg, sch, scfg) in (("today", today), ("before", before)):
+                    def f(i, cfg=cfg, sch=sch, scfg=scfg):
+                        W.config, W.SCHEDULES, Simt.config = cfg, sch, scfg
+                        return torch.autograd.grad(out, xs, do, retain_graph=True)
+                    fns[name] = f
+                for f in fns.values():
+                    f(0)
+                torch.cuda.synchronize()
+                ms = _time_batch(fns, rounds=7, inner=5)
+                host = {}
+                for name, f in fns.items():
+                    torch.cuda.synchronize()
+                    t0 = time.perf_counter()
+                    for i in range(10):
+                        f(i)
+                    host[name] = (time.perf_counter() - t0) / 10 * 1e3
+                    torch.cuda.synchronize()
+                W.config, W.SCHEDULES, Simt.config = today
+                record(kind="autograd", D=D, causal=causal, S=S, ms=ms, host_ms=host)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default="bwd,fwd,ln")
+    ap.add_argument("--seqs", default="1024,4096", help="sequence lengths of the bwd part")
     args = ap.parse_args()
     for part in args.only.split(","):
-        {"bwd": bwd, "fwd": fwd, "ln": ln}[part]()
+        {"bwd": lambda: bwd(args.seqs), "fwd": fwd, "ln": ln, "autograd": autograd}[part]()
 
 
 if __name__ == "__main__":

@@ -81,9 +81,11 @@ class Timer:
     def __call__(self, fn) -> float:
         if self.cuda:
             s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            # Keep the GPU busy (~1 ms) while the host prepares the launch, so the events bracket the
-            # kernel's time, not Python's; host cost per call is reported separately.
-            torch.cuda._sleep(2_000_000)
+            # Keep the GPU busy (~5 ms at 1.98 GHz) while the host issues the call, so the events
+            # bracket the kernels' time, not Python's. It must outlast the longest issue: an autograd
+            # forward + backward takes 0.5-1.4 ms of host time, and with 1 ms here the small-S
+            # backward rows measured Python (bench/hopper_notes.md, session 12).
+            torch.cuda._sleep(10_000_000)
             s.record()
             fn()
             e.record()

@@ -75,8 +75,8 @@ def per_thread(rows: int, cols: int, TR: int, TC: int) -> int:
     return _cdiv(rows, TR) * _cdiv(cols, TC * V) * V
 
 
-def choose_layout(tiles: List[Tile]) -> tuple:
-    """(TR, TC) for a kernel's tiles; see the module doc."""
+def choose_layout(tiles: List[Tile], elems: int = ELEMS_PER_THREAD) -> tuple:
+    """(TR, TC) for a kernel's tiles, at most `elems` values of a tile a thread; see the module doc."""
     regs = [t for t in tiles if t.kind == "reg"]
     rows = [t.rows for t in regs] + [t.shape[0] for t in tiles if t.kind == "vec" and t.axis == "row"]
     cols = [t.cols for t in regs] + [t.shape[0] for t in tiles if t.kind == "vec" and t.axis == "col"]
@@ -88,7 +88,7 @@ def choose_layout(tiles: List[Tile]) -> tuple:
     def most():
         return max([per_thread(t.rows, t.cols, TR, TC) for t in regs], default=0)
 
-    while most() > ELEMS_PER_THREAD and TR * TC * 2 <= MAX_THREADS and TC * 2 <= chunks:
+    while most() > elems and TR * TC * 2 <= MAX_THREADS and TC * 2 <= chunks:
         TC *= 2
     return TR, TC
 
@@ -103,6 +103,7 @@ class SimtLowering(Lowering):
     backend = "hopper"
     template_dir = TEMPLATES
     int_call = {"min": "min({a}, {b})", "max": "max({a}, {b})", "cdiv": "simt::cdiv({a}, {b})"}
+    ELEMS = ELEMS_PER_THREAD
 
     @classmethod
     def config(cls, kernel: Optional[str] = None, **_) -> dict:
@@ -115,7 +116,7 @@ class SimtLowering(Lowering):
         if self.arch != ARCH:
             raise LoweringError(f"hopper: the generated kernels target {ARCH!r}, got {self.arch!r}")
         self.options = options
-        self.TR, self.TC = options.get("layout") or choose_layout(kernel.tiles)
+        self.TR, self.TC = options.get("layout") or choose_layout(kernel.tiles, self.ELEMS)
         self.written = {op.ins[1].param.name for op in self._ops() if op.name == "store"}
         self.names = self._tile_names()
         self.scratch = 0  # floats of shared memory the reductions need (the largest one)
@@ -406,7 +407,11 @@ class SimtLowering(Lowering):
 
 class LayerNormLowering(SimtLowering):
     """layernorm: the generic lowering, one row a block from 1024 columns up, narrower rows packed
-    until a block's tile holds 8192 values (16 rows at most)."""
+    until a block's tile holds 8192 values (16 rows at most); 8 values of a tile a thread, not 16:
+    x, the centred copy, its square, weight and bias are all live across the two reductions, and at
+    16 a thread ptxas aims at 64 registers and spills (NVRTC 13.0 on the H200, 4096 columns)."""
+
+    ELEMS = 8
 
     @classmethod
     def config(cls, N: Optional[int] = None, NP: Optional[int] = None, **_) -> dict:
@@ -414,5 +419,5 @@ class LayerNormLowering(SimtLowering):
         if not width:
             return {}
         # one row a block from 1024 columns up: 1.07x (4096) and 1.22x (1024) over 8192 values a
-        # block on the H200, the same at 8192, and 8 values a thread keep ptxas from spilling at 4096
+        # block on the H200 (at 16 values a thread), the same at 8192
         return {"BM": 1 if width >= 1024 else min(16, 8192 // width)}
