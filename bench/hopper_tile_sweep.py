@@ -206,13 +206,55 @@ def autograd():
                 record(kind="autograd", D=D, causal=causal, S=S, ms=ms, host_ms=host)
 
 
+def fused(seqs="1024,4096,16384"):
+    """The backward through autograd at D = 128: the split kernels (prep, dK/dV, dQ) vs
+    attention_bwd_fused (prep, then dK/dV with dQ added atomically) one CTA per program (the
+    default) and persistent (ptxas spills 112 bytes there). Outputs of each are compared with the
+    split path's."""
+    import torch
+    import tiles
+    from tiles.backends.hopper import backend as hb, lower_attention
+    W, HB = lower_attention.WarpSpecializedLowering, hb.HopperBackend
+    supports, schedules = HB.supports, dict(W.SCHEDULES)
+    modes = {
+        "split": (lambda self, kernel, **p: kernel != "attention_bwd_fused" and supports(self, kernel, **p), schedules),
+        "fused": (supports, schedules),
+        "fused_persistent": (supports, {**schedules, ("attention_bwd_fused", 128): {}}),
+    }
+    D = 128
+    for causal in (False, True):
+        for S, H, Hkv in [(int(x), 16, 16) for x in seqs.split(",")] + [(4096, 64, 8)]:
+            B = 16384 // S
+            g = torch.Generator(device="cuda").manual_seed(0)
+            q, do = (torch.randn(B, S, H, D, device="cuda", generator=g).bfloat16() for _ in range(2))
+            k, v = (torch.randn(B, S, Hkv, D, device="cuda", generator=g).bfloat16() for _ in range(2))
+            xs = [x.detach().requires_grad_() for x in (q, k, v)]
+            out = tiles.attention(*xs, causal=causal, backend="hopper")
+            fns, grads = {}, {}
+            for name, (sup, sch) in modes.items():
+                def f(i, sup=sup, sch=sch):
+                    HB.supports, W.SCHEDULES = sup, sch
+                    return torch.autograd.grad(out, xs, do, retain_graph=True)
+                grads[name] = [x.float() for x in f(0)]
+                fns[name] = f
+            ok = {n: all(float((a - b).abs().max()) <= 0.02 * float(b.abs().max()) for a, b in zip(gr, grads["split"]))
+                  for n, gr in grads.items()}
+            torch.cuda.synchronize()
+            ms = _time_batch(fns, rounds=7, inner=5)
+            HB.supports, W.SCHEDULES = supports, schedules
+            flops = 2.5 * 4 * B * H * S * S * D / (2 if causal else 1)
+            record(kind="fused", D=D, causal=causal, S=S, H=H, Hkv=Hkv, ms=ms, ok=ok,
+                   tflops={n: flops / (t * 1e-3) / 1e12 for n, t in ms.items()},
+                   max_diff={n: [float((a - b).abs().max()) for a, b in zip(gr, grads["split"])] for n, gr in grads.items()})
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default="bwd,fwd,ln")
     ap.add_argument("--seqs", default="1024,4096", help="sequence lengths of the bwd part")
     args = ap.parse_args()
     for part in args.only.split(","):
-        {"bwd": lambda: bwd(args.seqs), "fwd": fwd, "ln": ln, "autograd": autograd}[part]()
+        {"bwd": lambda: bwd(args.seqs), "fwd": fwd, "ln": ln, "autograd": autograd, "fused": fused}[part]()
 
 
 if __name__ == "__main__":

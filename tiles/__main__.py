@@ -29,6 +29,8 @@ def _examples():
         "attention_bwd_prep": ((q, q, lse), {"D": D}),
         "attention_bwd_dkdv": ((q, q, q, q, lse, lse, q, q, D**-0.5), {"causal": True, "D": D}),
         "attention_bwd_dq": ((q, q, q, q, lse, lse, q, D**-0.5), {"causal": True, "D": D}),
+        "attention_bwd_fused": ((q, q, q, q, lse, lse, q, q, t(B, S, H, D, dtype=f32), D**-0.5),
+                                {"causal": True, "D": D}),
         "layernorm": ((t(4096, 4096), t(4096), t(4096), t(4096, 4096), 1e-5), {"NP": 4096, "BM": 4}),
         "rotary": ((q, t(S, D // 2, dtype=f32), t(S, D // 2, dtype=f32), q), {"D": D}),
     }

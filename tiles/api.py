@@ -8,7 +8,7 @@ from typing import Optional
 import torch
 
 from . import backends, validate
-from .kernels import (attention_bwd_dkdv, attention_bwd_dq, attention_bwd_prep, attention_fwd, gemm as gemm_k,
+from .kernels import (attention_bwd_dkdv, attention_bwd_dq, attention_bwd_fused, attention_bwd_prep, attention_fwd, gemm as gemm_k,
                       gemm_fp8 as gemm_fp8_k, layernorm as layernorm_k, rotary as rotary_k)
 
 
@@ -93,6 +93,12 @@ def _attention_bwd(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.
     if dlse is not None:
         # d lse / d scores = P, so a gradient on the LSE joins softmax's row term: dS = P ∘ (dP − (Δ − dlse)).
         delta -= dlse.to(torch.float32)
+    if backends.get(backend).supports("attention_bwd_fused", **problem):
+        # dQ in the dK/dV pass, added up in f32 across key blocks (5 GEMMs a block instead of 7)
+        dq_acc = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
+        _launch(backend, attention_bwd_fused, problem, q, k, v, do, lse, delta, dk, dv, dq_acc, scale,
+                causal=causal, D=D)
+        return dq.copy_(dq_acc), dk, dv
     _launch(backend, attention_bwd_dkdv, problem, q, k, v, do, lse, delta, dk, dv, scale, causal=causal, D=D)
     _launch(backend, attention_bwd_dq, problem, q, k, v, do, lse, delta, dq, scale, causal=causal, D=D)
     return dq, dk, dv

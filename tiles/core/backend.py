@@ -27,8 +27,9 @@ class Backend:
         """Whether tensors on `device` can be handed to this backend."""
         raise NotImplementedError
 
-    def supports(self, kernel: str) -> bool:
-        """Whether this backend lowers the suite kernel `kernel` (the interpreter runs them all)."""
+    def supports(self, kernel: str, **problem) -> bool:
+        """Whether this backend lowers the suite kernel `kernel` (for this problem's sizes, when
+        given). The interpreter runs them all."""
         return True
 
     def config(self, kernel: str, **problem) -> dict:
@@ -120,6 +121,11 @@ class InterpBackend(Backend):
 
     def serves(self, device):
         return True
+
+    def supports(self, kernel: str, **problem) -> bool:
+        # The reference runs the deterministic split backward (no atomics); the fused kernel's own
+        # semantics are checked against it directly (tests/test_attention_fused.py).
+        return kernel != "attention_bwd_fused"
 
     def config(self, kernel: str, **problem) -> dict:
         # Smaller blocks than the GPU backends use: fewer wasted rows on the CPU for short inputs.

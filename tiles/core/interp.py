@@ -129,6 +129,19 @@ def _op_store(op, env):
         t[idx] = env["tiles"][src][tidx].to(t.dtype)
 
 
+def _op_store_shared(op, env):
+    d, src = op.outs[0], op.ins[0]
+    env["tiles"][d] = env["tiles"][src].to(d.dtype.torch)
+
+
+def _op_store_add(op, env):
+    src, view = op.ins
+    w = _window(view, _val(op.attrs["row"], env), _val(op.attrs["col"], env), src.shape, env["tensors"], env["sym"])
+    if w is not None:
+        t, idx, tidx = w
+        t[idx] += env["tiles"][src][tidx].to(t.dtype)
+
+
 def _op_mma(op, env):
     acc, a, b = op.outs[0], op.ins[0], op.ins[1]
     A = env["tiles"][a].to(F32)
@@ -202,6 +215,7 @@ def _op_fill_where(op, env):
 
 HANDLERS: dict[str, Callable] = {
     "load": _op_load, "load_async": _op_load_async, "wait": _op_wait, "store": _op_store,
+    "store_shared": _op_store_shared, "store_add": _op_store_add,
     "mma": _op_mma, "fill": _op_fill, "cast": _op_cast,
     "row_max": _op_reduce(lambda x, d: torch.amax(x, d)), "row_sum": _op_reduce(lambda x, d: torch.sum(x, d)),
     "col_max": _op_reduce(lambda x, d: torch.amax(x, d)), "col_sum": _op_reduce(lambda x, d: torch.sum(x, d)),

@@ -347,7 +347,7 @@ def format_op(op: Op) -> str:
     if op.name == "wait":
         return f"wait({', '.join(op.attrs['tokens'])})"
     operands = op.outs + op.ins
-    if op.name == "store":  # destination first, as written in the kernel
+    if op.name in ("store", "store_add"):  # destination first, as written in the kernel
         operands = [op.ins[1], op.ins[0]]
     args = [_arg_text(x) for x in operands]
     hidden = {"token"}

@@ -293,11 +293,33 @@ def wait(*tokens):
     _record("wait", [], [], tokens=tuple(tokens))
 
 
-def store(dst: View, src: Tile, row=None, col=None):
-    """dst(global) <- src, converted to the window's dtype; out-of-range elements are dropped."""
+def store(dst, src: Tile, row=None, col=None):
+    """dst <- src, converted to dst's dtype. dst is a global window (out-of-range elements are
+    dropped) or a shared tile of src's shape (the IR op `store_shared`: registers to shared memory,
+    for an mma that reads the tile as an operand)."""
     _check_tile("store", src)
+    if isinstance(dst, Tile):
+        _check_tile("store", dst, ("shared",))
+        _check_tile("store", src, ("reg",))
+        if dst.shape != src.shape:
+            fail("store", f"shape mismatch: {dst.name} {dst.shape} vs {src.name} {src.shape}")
+        if row is not None or col is not None:
+            fail("store", "a shared tile is written whole: no row= / col=")
+        _record("store_shared", [dst], [src])
+        return
     r, c = _window("store", dst, src, row, col)
     _record("store", [], [src, dst], row=r, col=c if src.kind != "vec" else None)
+
+
+def store_add(dst: View, src: Tile, row=None, col=None):
+    """dst(global) += src, atomically: programs that add into the same elements all count (in an
+    order the hardware picks, so f32 sums may differ in the last bits from run to run). dst must be
+    f32; out-of-range elements are dropped."""
+    _check_tile("store_add", src, ("reg",))
+    r, c = _window("store_add", dst, src, row, col)
+    if dst.param.dtype.name != "f32":
+        fail("store_add", f"{dst.text()} is {dst.param.dtype}; atomic accumulation is into f32 only")
+    _record("store_add", [], [src, dst], row=r, col=c)
 
 
 # ----------------------------------------------------------------------------- compute ops

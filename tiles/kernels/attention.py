@@ -10,7 +10,7 @@ import math
 from tiles.core.dtypes import f32
 from tiles.core.lang import (add, cast, copy, div_row, exp2, fill, fill_where, load, load_async, log2,
                              mask_causal, mask_cols, mask_rows, mma, mul, mul_row, row_max, row_sum,
-                             store, sub, sub_row, wait, zero)
+                             store, store_add, sub, sub_row, wait, zero)
 from tiles.core.patterns import Pipelined, PingPong
 from tiles.core.trace import kernel
 
@@ -120,10 +120,10 @@ def _dscores(k, ds, dsp, dp, s, do, vt, delta):
     cast(dsp, ds)
 
 
-@kernel(overlap=Pipelined(stages=2))
-def attention_bwd_dkdv(k, Q, K, V, dO, L, Delta, dK, dV, scale, *, causal, D, BM=64, BN=128):
-    """dK, dV for one key block of one KV head: loops over the query heads of its group and over
-    the query blocks that can see it. Deterministic: no atomics."""
+def _dkdv(k, Q, K, V, dO, L, Delta, dK, dV, scale, causal, D, BM, BN, dQacc=None):
+    """dK, dV for one key block of one KV head, looping over the query heads of its group and the
+    query blocks that can see it; with dQacc, also each query block's share of dQ = dS K, added into
+    dQacc (f32) as it is made."""
     Bsz, Sq, H = Q.shape[0], Q.shape[1], Q.shape[2]
     Sk, Hkv = K.shape[1], K.shape[2]
     k.grid(k.cdiv(Sk, BN), Hkv, Bsz)
@@ -143,6 +143,9 @@ def attention_bwd_dkdv(k, Q, K, V, dO, L, Delta, dK, dV, scale, *, causal, D, BM
     dv = k.reg(BN, D, f32)
     lse = k.vec(BM, f32)
     delta = k.vec(BM, f32)
+    if dQacc is not None:
+        dss = k.shared(BM, BN, Q.dtype)
+        dq = k.reg(BM, D, f32)
 
     wait(load_async(kt, K[b, :, hk, :], row=kcol0, col=0),
          load_async(vt, V[b, :, hk, :], row=kcol0, col=0))
@@ -162,9 +165,30 @@ def attention_bwd_dkdv(k, Q, K, V, dO, L, Delta, dK, dV, scale, *, causal, D, BM
             mma(dv, p, do, ta=True)
             _dscores(k, ds, dsp, dp, s, do, vt, delta)
             mma(dk, dsp, q, ta=True)
+            if dQacc is not None:
+                store(dss, dsp)
+                mma(dq, dss, kt, accumulate=False)
+                mul(dq, dq, scale)
+                store_add(dQacc[b, :, h, :], dq, row=qrow0, col=0)
     mul(dk, dk, scale)
     store(dK[b, :, hk, :], dk, row=kcol0, col=0)
     store(dV[b, :, hk, :], dv, row=kcol0, col=0)
+
+
+@kernel(overlap=Pipelined(stages=2))
+def attention_bwd_dkdv(k, Q, K, V, dO, L, Delta, dK, dV, scale, *, causal, D, BM=64, BN=128):
+    """dK, dV for one key block of one KV head. Deterministic: no atomics (dQ comes from
+    attention_bwd_dq)."""
+    _dkdv(k, Q, K, V, dO, L, Delta, dK, dV, scale, causal, D, BM, BN)
+
+
+@kernel(overlap=Pipelined(stages=2))
+def attention_bwd_fused(k, Q, K, V, dO, L, Delta, dK, dV, dQacc, scale, *, causal, D, BM=64, BN=128):
+    """dK and dV as attention_bwd_dkdv, and dQ in the same pass: each query block's dS K is added
+    into dQacc (f32, zeroed by the caller) atomically, FlashAttention-2/3's scheme. Five GEMMs per
+    block instead of the split backward's seven (dQ's kernel recomputes S and dP); dQacc's sums are
+    not bitwise reproducible from run to run."""
+    _dkdv(k, Q, K, V, dO, L, Delta, dK, dV, scale, causal, D, BM, BN, dQacc=dQacc)
 
 
 @kernel(overlap=Pipelined(stages=2))

@@ -39,7 +39,7 @@ class CDNABackend(Backend):
         ok, _ = runtime.available()
         return runtime.device_arch() if ok else DEFAULT_ARCH
 
-    def supports(self, kernel: str) -> bool:
+    def supports(self, kernel: str, **problem) -> bool:
         if kernel == "attention_fwd":
             return True  # lower_attention.py (8-wave ping-pong, S^T softmax)
         if kernel == "attention_bwd_dq":

@@ -53,7 +53,11 @@ class HopperBackend(Backend):
 
     max_index = None  # the templates index with 64-bit offsets where a tensor can pass 2^31 elements
 
-    def supports(self, kernel: str) -> bool:
+    def supports(self, kernel: str, **problem) -> bool:
+        if kernel == "attention_bwd_fused":
+            # its dQ block is held transposed, D x 64 queries: D must be the 128 key rows the two
+            # consumer warpgroups split (lower_attention.orient)
+            return problem.get("D", 128) == 128
         return kernel in LOWERINGS
 
     def check_fp8(self, name: str, dtype: torch.dtype, device=None) -> None:
@@ -121,4 +125,4 @@ LOWERINGS.update({"layernorm": LayerNormLowering, "rotary": SimtLowering, "atten
 # kernels with a pipelined loop feeding wgmma: the warp-specialized op-by-op lowering (lower_attention.py);
 # attention_bwd_dkdv through it with its score tiles held transposed (FlashAttention-3's swapped backward)
 LOWERINGS.update({"attention_fwd": WarpSpecializedLowering, "attention_bwd_dq": WarpSpecializedLowering,
-                  "attention_bwd_dkdv": WarpSpecializedLowering})
+                  "attention_bwd_dkdv": WarpSpecializedLowering, "attention_bwd_fused": WarpSpecializedLowering})

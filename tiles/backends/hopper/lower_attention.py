@@ -74,11 +74,11 @@ def _tiles_of(op: ir.Op) -> List[ir.Tile]:
 
 class _Group:
     """One committed wgmma group still in flight: the accumulator it writes, the register tile it
-    reads, and which ring stage its shared operands sit in ("cur": this iteration's, "held": the
-    stage kept from the previous iteration, None: no ring tile)."""
+    reads, which ring stage its shared operands sit in ("cur": this iteration's, "held": the
+    stage kept from the previous iteration, None: no ring tile), and its shared operands."""
 
-    def __init__(self, acc: ir.Tile, a_reg: Optional[ir.Tile], stage: Optional[str]):
-        self.acc, self.a_reg, self.stage = acc, a_reg, stage
+    def __init__(self, acc: ir.Tile, a_reg: Optional[ir.Tile], stage: Optional[str], reads=()):
+        self.acc, self.a_reg, self.stage, self.reads = acc, a_reg, stage, list(reads)
 
     def touches(self, tiles) -> bool:
         return any(t is self.acc or t is self.a_reg for t in tiles)
@@ -219,7 +219,7 @@ class WarpSpecializedLowering(Lowering):
             if isinstance(n, ir.Op) and n.name == "load_async" and n.attrs["token"] not in self.tokens:
                 self._fail("load_async is only lowered in the pipelined loop or outside every loop", n)
         for t in k.tiles:
-            if t.kind == "shared" and (t.dtype.name not in ("bf16", "f16") or t.cols % 64):
+            if t.kind == "shared" and (t.dtype.name not in ("bf16", "f16") or self.stored(t)[1] % 64):
                 self._fail(f"shared tile {t.name} must be bf16/f16 with a multiple of 64 columns "
                            "(128-byte swizzled TMA boxes)")
         # TMA maps: one per (param, box rows)
@@ -297,14 +297,28 @@ class WarpSpecializedLowering(Lowering):
             union([t for t in _tiles_of(n) if t.kind in ("reg", "vec")])
         roots = {find(t) for t in seeds}
         self.flipped = {t for t in self.k.tiles if t.kind in ("reg", "vec") and find(t) in roots}
+        mmas = [n for n in self.k.walk() if isinstance(n, ir.Op) and n.name == "mma"]
+        rows = self.stored(mmas[0].outs[0])[0] if mmas else None
+        for n in mmas:
+            # an mma of two shared tiles may write its accumulator transposed at no cost (Cᵀ = Bᵀ Aᵀ):
+            # it is, where the tile's columns, not its rows, are the rows the warpgroups split
+            # (attention_bwd_fused's dQ block, 64 queries x 128 = D, beside 128-key tiles)
+            acc = n.outs[0]
+            if (acc not in self.flipped and all(x.kind == "shared" for x in n.ins) and acc.rows != rows
+                    and acc.cols == rows):
+                roots.add(find(acc))
+                self.flipped |= {t for t in self.k.tiles if t.kind in ("reg", "vec") and find(t) is find(acc)}
+        # a shared tile written from transposed registers is laid out transposed too (a plain store)
+        self.flipped |= {n.outs[0] for n in self.k.walk()
+                         if isinstance(n, ir.Op) and n.name == "store_shared" and n.ins[0] in self.flipped}
         for n in self.k.walk():
             if isinstance(n, ir.Op) and n.name in ("row_max", "row_sum") and n.ins[0] in self.flipped:
                 self._fail(f"{n.name} of {n.ins[0].name}, which is held transposed: a column reduction "
                            "across the warpgroups' rows is not lowered", n)
 
     def stored(self, t: ir.Tile) -> Tuple[int, int]:
-        """(rows, cols) of a register tile as the consumers hold it."""
-        return (t.cols, t.rows) if t in self.flipped and t.kind == "reg" else (t.rows, t.cols)
+        """(rows, cols) of a register or shared tile as the consumers hold it."""
+        return (t.cols, t.rows) if t in self.flipped and t.kind in ("reg", "shared") else (t.rows, t.cols)
 
     # ------------------------------------------------------------------ producer
     def tma_coords(self, view: ir.View, row, col) -> List[str]:
@@ -425,6 +439,19 @@ class WarpSpecializedLowering(Lowering):
                 self._fail(f"fill_where comparison {a['cmp']!r}", n)
             return (f"fill_where({v(n.outs[0])}, {v(n.ins[0])}, [](float x) {{ return x {a['cmp']} "
                     f"{self.fexpr(a['rhs'])}; }}, {self.fexpr(a['value'])});")
+        if name == "store_add":
+            t, view = n.ins
+            P = view.param
+            r, c = view.kept
+            if view.rank != 2 or c != P.rank - 1:
+                self._fail("store_add: the tile's columns must be the view's last axis", n)
+            a = n.attrs
+            if t in self.flipped:  # held transposed: the tile's logical columns are the split rows
+                return (f"store_add_transposed({self.view_ptr(view)}, {self.sym_name(P.strides[r])}, "
+                        f"{self.sym_name(P.dims[r])}, {self.sym_name(P.dims[c])}, {v(t)}, {self.expr(a['row'])}, "
+                        f"{self.expr(a['col'])} + wg_row0);")
+            return (f"store_add({self.view_ptr(view)}, {self.sym_name(P.strides[r])}, {self.sym_name(P.dims[r])}, "
+                    f"{self.sym_name(P.dims[c])}, {v(t)}, {self.row(a['row'])}, {self.expr(a['col'])});")
         if name in ("store", "load") and any(t in self.flipped for t in _tiles_of(n) if t.kind == "reg"):
             self._fail(f"{name} of a register tile held transposed is not lowered", n)
         if name == "store":
@@ -473,9 +500,9 @@ class WarpSpecializedLowering(Lowering):
             wa, wa_t, wb, wb_t = a, ta, b, tb
         if wb.kind != "shared":
             self._fail(f"mma: {wb.name} would be wgmma's B operand, which must be a shared tile", n)
-        if wa.kind == "shared" and wa_t:
-            self._fail(f"mma: {wa.name} would be wgmma's A operand transposed from shared memory "
-                       "(not lowered)", n)
+        # a shared tile laid out transposed (written from transposed registers) flips its operand's form
+        wa_t ^= wa.kind == "shared" and wa in self.flipped
+        wb_t ^= wb in self.flipped
         if wa.kind == "reg" and (wa in self.flipped) != wa_t:
             self._fail(f"mma: register tile {wa.name} is wgmma's A operand and must be held "
                        f"{'transposed' if wa_t else 'untransposed'}", n)
@@ -483,12 +510,19 @@ class WarpSpecializedLowering(Lowering):
         acc_s = "false" if not accum else "true"
         in_ring = any(t in self.ring for t in (a, b))
         g_stage = ("cur" if stage == "pos.stage" else "held") if in_ring else None
-        if wa.kind == "shared":
+        reads = [t for t in (wa, wb) if t.kind == "shared"]
+        if wa.kind == "shared" and wa_t:
+            # A given K x M (MN-major, wgmma's transpose bit for A): this warpgroup's rows of the
+            # product are columns wg_row0.. of the tile
+            fn = "mma_AtBt" if wb_t else "mma_AtB"
             call = f"{fn}({self.var(acc)}, {self.var(wa, stage)}, wg_row0, {self.var(wb, stage)}, {acc_s});"
-            g = _Group(acc, None, g_stage)
+            g = _Group(acc, None, g_stage, reads)
+        elif wa.kind == "shared":
+            call = f"{fn}({self.var(acc)}, {self.var(wa, stage)}, wg_row0, {self.var(wb, stage)}, {acc_s});"
+            g = _Group(acc, None, g_stage, reads)
         else:
             call = f"{fn}({self.var(acc)}, {self.var(wa)}, {self.var(wb, stage)}, {acc_s});"
-            g = _Group(acc, wa, g_stage)
+            g = _Group(acc, wa, g_stage, reads)
         return call, g
 
     def consumer(self, nodes, depth, pending: List[_Group]) -> List[str]:
@@ -513,6 +547,9 @@ class WarpSpecializedLowering(Lowering):
                         i = self.tokens[t][1]
                         lines.append(f"{pad}wait(S.once[{i}], {'it & 1' if self.persistent else '0'});")
                 continue
+            if n.name == "store_shared":
+                lines += self.store_shared(n, pending, pad)
+                continue
             if n.name == "mma":
                 self.wait_for(_tiles_of(n), pending, lines, pad)
                 call, g = self.mma_line(n)
@@ -529,6 +566,28 @@ class WarpSpecializedLowering(Lowering):
             self.wait_for(_tiles_of(n), pending, lines, pad)
             lines.append(pad + self.op_line(n))
         return lines
+
+    def store_shared(self, n: ir.Op, pending: List[_Group], pad: str) -> List[str]:
+        """Registers → a shared tile every consumer warpgroup writes its rows of and an mma then reads
+        whole: named barrier 3 on both sides (the earlier mma reading the tile has retired in every
+        warpgroup; every warpgroup's rows are in), and a proxy fence so wgmma sees generic stores."""
+        dst, src = n.outs[0], n.ins[0]
+        if src.kind != "reg" or self.stored(dst) != (self.BM, self.stored(src)[1]):
+            self._fail(f"store to shared tile {dst.name}: it must have the rows the warpgroups split, "
+                       f"as {src.name} holds them", n)
+        lines: List[str] = []
+        # the registers are only read: an in-flight wgmma reading them too (dK += dSᵀ Q) may run on
+        writers = [g.acc for g in pending if g.acc is src]
+        if writers:
+            self.wait_for(writers, pending, lines, pad)
+        readers = [g.acc for g in pending if dst in g.reads]
+        if readers:
+            self.wait_for(readers, pending, lines, pad)
+        return lines + [
+            f"{pad}arch::bar_sync(3, CONSUMERS * 128);  // every warpgroup's earlier mma on {dst.name} has retired",
+            f"{pad}store({self.var(dst)}, wg_row0, {self.var(src)});",
+            f"{pad}arch::fence_proxy_async();  // generic-proxy stores, visible to wgmma's reads",
+            f"{pad}arch::bar_sync(3, CONSUMERS * 128);  // every warpgroup's rows of {dst.name} are in"]
 
     def deferred_mma(self, pad: str, pending: List[_Group], which: str) -> List[str]:
         """The loop's last mma, issued for the previous iteration (operands in the held stage). The
@@ -569,7 +628,7 @@ class WarpSpecializedLowering(Lowering):
 
         first: List[_Group] = []
         body(first)
-        state = [_Group(g.acc, g.a_reg, g.stage) for g in first]
+        state = [_Group(g.acc, g.a_reg, g.stage, g.reads) for g in first]
         text = body(state)
         i = self.sym_name(n.index)
         if main and self.pingpong and self.deferred is not None:
@@ -701,16 +760,19 @@ class WarpSpecializedLowering(Lowering):
         for t in k.tiles:
             if t.kind == "shared":
                 n = f"[STAGES]" if t in self.ring else ""
-                shared.append(f"st<{CTYPE[t.dtype.name]}, {t.rows}, {t.cols}> {self.var(t)[2:].split('[')[0]}{n};  // {t.type_str()}")
+                r, c = self.stored(t)
+                how = f", held transposed ({r}x{c})" if t in self.flipped else ""
+                shared.append(f"st<{CTYPE[t.dtype.name]}, {r}, {c}> {self.var(t)[2:].split('[')[0]}{n};  // {t.type_str()}{how}")
         params = []
         for m, (P, rows, _) in self.map_info.items():
             params.append(("tma", m, P, rows))
+        writes = ("store", "store_add")
         ptr_params = [P for P in k.params if any(
-            isinstance(n, ir.Op) and n.name in ("store", "load") and any(isinstance(x, ir.View) and x.param is P for x in n.ins)
+            isinstance(n, ir.Op) and n.name in ("load",) + writes and any(isinstance(x, ir.View) and x.param is P for x in n.ins)
             for n in k.walk())]
         sig = [f"const __grid_constant__ tma_map {m}" for _, m, _, _ in params]
         for P in ptr_params:
-            const = "" if any(isinstance(n, ir.Op) and n.name == "store" and n.ins[1].param is P for n in k.walk()) else "const "
+            const = "" if any(isinstance(n, ir.Op) and n.name in writes and n.ins[1].param is P for n in k.walk()) else "const "
             sig.append(f"{const}{CTYPE[P.dtype.name]}* __restrict__ {P.name}")
         for P in k.params:
             sig += [f"int {self.sym_name(d)}" for d in P.dims]
@@ -764,7 +826,10 @@ class WarpSpecializedLowering(Lowering):
 
     # schedule options per (kernel, head dim) the tile sweep measured better than the pattern's default
     SCHEDULES = {("attention_bwd_dq", 128): {"pingpong": True},    # 1.33-1.38x vs 1.24-1.28x without
-                 ("attention_bwd_dkdv", 64): {"pingpong": True}}   # +1 to +6 %
+                 ("attention_bwd_dkdv", 64): {"pingpong": True},   # +1 to +6 %
+                 # dK, dV (128 registers) + the dQ block: the persistent loop's own registers make
+                 # ptxas spill (112 bytes); one CTA per program does not
+                 ("attention_bwd_fused", 128): {"persistent": False}}
 
     _lowered_cache: Dict[tuple, Lowered] = {}
     _kernel_cache: Dict[tuple, object] = {}

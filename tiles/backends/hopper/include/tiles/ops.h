@@ -357,6 +357,61 @@ __device__ __forceinline__ void store(st<U, R, C, SW>& dst, const rt<T, R, C2>& 
           f2_to_pair<U>(load_pair<T>(src.v[s][p]));
     }
 }
+// Registers → rows dst_row0 .. dst_row0 + R of a shared tile with more rows (each consumer warpgroup
+// writes its own rows; the caller orders the warpgroups with a named barrier and a proxy fence).
+template <typename U, int RD, int C, int SW, typename T, int R>
+__device__ __forceinline__ void store(st<U, RD, C, SW>& dst, int dst_row0, const rt<T, R, C>& src) {
+  static_assert(RD % R == 0, "the register tile is a whole number of the shared tile's row blocks");
+  const int th = wg_thread();
+#pragma unroll
+  for (int s = 0; s < src.slices; ++s)
+#pragma unroll
+    for (int p = 0; p < src.pairs; ++p)
+      *reinterpret_cast<typename pair_of<U>::type*>(&dst.at(dst_row0 + frag_row(th, s, p), frag_col(th, p))) =
+          f2_to_pair<U>(load_pair<T>(src.v[s][p]));
+}
+// dst[row0 + r, col0 + c] += src[r, c] atomically (red.global.add.f32), for row0 + r < nrows and
+// col0 + c < ncols. Adjacent pairs go as one 8-byte red where the row stride keeps them aligned.
+template <typename T, int R, int C>
+__device__ __forceinline__ void store_add(float* dst, long long ld, int nrows, int ncols, const rt<T, R, C>& src,
+                                          int row0, int col0) {
+  const int th = wg_thread();
+#pragma unroll
+  for (int s = 0; s < src.slices; ++s)
+#pragma unroll
+    for (int p = 0; p < src.pairs; ++p) {
+      const int r = row0 + frag_row(th, s, p), c = col0 + frag_col(th, p);
+      if (r >= nrows) continue;
+      const float2 x = load_pair<T>(src.v[s][p]);
+      float* q = dst + (long long)r * ld + c;
+      if (c < ncols) atomicAdd(q, x.x);
+      if (c + 1 < ncols) atomicAdd(q + 1, x.y);
+    }
+}
+// The same for a tile held transposed (src[r, c] is the logical element [c, r]):
+// dst[row0 + c, col0 + r] += src[r, c]. A warp's lanes cover 8 consecutive r of 4 column pairs, so
+// each red instruction writes 32-byte runs of dst rows.
+template <typename T, int R, int C>
+__device__ __forceinline__ void store_add_transposed(float* dst, long long ld, int nrows, int ncols,
+                                                     const rt<T, R, C>& src, int row0, int col0) {
+  const int th = wg_thread();
+  // this thread's first element (frag_row / frag_col with s = p = 0, axes swapped); the others are
+  // compile-time steps from it, so one pointer serves all (few registers next to dK and dV)
+  const int r0 = row0 + frag_col(th, 0), c0 = col0 + frag_row(th, 0, 0);
+  float* base = dst + (long long)r0 * ld + c0;
+  const long long ld8 = 8 * ld;
+#pragma unroll
+  for (int s = 0; s < src.slices; ++s)
+#pragma unroll
+    for (int p = 0; p < src.pairs; ++p) {
+      const int r = r0 + 8 * (p >> 1), c = c0 + 64 * s + 8 * (p & 1);
+      if (c >= ncols) continue;
+      const float2 x = load_pair<T>(src.v[s][p]);
+      float* q = base + (p >> 1) * ld8 + 64 * s + 8 * (p & 1);
+      if (r < nrows) atomicAdd(q, x.x);
+      if (r + 1 < nrows) atomicAdd(q + ld, x.y);
+    }
+}
 // dst[r, c] = src[row0 + r, col0 + c]; elements outside (nrows, ncols) read 0.
 template <typename T, typename U, int R, int C>
 __device__ __forceinline__ void load(rt<T, R, C>& dst, const U* src, long long ld, int nrows, int ncols, int row0, int col0) {
@@ -425,6 +480,38 @@ __device__ __forceinline__ void mma_ABt(rt<float, R, N>& acc, const st<T, RA, K,
 #pragma unroll
     for (int s = 0; s < acc.slices; ++s)
       arch::wgmma_ss<N, T, 0, 0>::run(acc.v[s], desc_kmajor(a, a_row0 + 64 * s, k), desc_kmajor(b, 0, k),
+                                      (accumulate || k > 0) ? 1 : 0);
+}
+// A given K x M (MN-major: wgmma's transpose bit for A): acc's rows are columns a_col0 .. a_col0 + R
+// of `a` (whole 64-column chunks of its swizzled layout). B as in mma_AB / mma_ABt.
+template <typename T, int R, int N, int K, int MA, int SWA, int SWB>
+__device__ __forceinline__ void mma_AtB(rt<float, R, N>& acc, const st<T, K, MA, SWA>& a, int a_col0,
+                                        const st<T, K, N, SWB>& b, bool accumulate = true) {
+  static_assert(N <= 256 && K % 16 == 0 && MA % 64 == 0, "one wgmma covers N <= 256; K steps of 16");
+  // accumulate = false: the old values are dead. Zeroing them first frees their registers between
+  // uses; the wgmma's read-write operands would otherwise keep them live across the loop.
+  if (!accumulate) fill(acc, 0.f);
+  mma_fence(acc);
+#pragma unroll
+  for (int k = 0; k < K / 16; ++k)
+#pragma unroll
+    for (int s = 0; s < acc.slices; ++s)
+      arch::wgmma_ss<N, T, 1, 1>::run(acc.v[s], desc_mnmajor(a, k, a_col0 / 64 + s), desc_mnmajor(b, k),
+                                      (accumulate || k > 0) ? 1 : 0);
+}
+template <typename T, int R, int N, int K, int MA, int SWA, int SWB>
+__device__ __forceinline__ void mma_AtBt(rt<float, R, N>& acc, const st<T, K, MA, SWA>& a, int a_col0,
+                                         const st<T, N, K, SWB>& b, bool accumulate = true) {
+  static_assert(N <= 256 && K % 16 == 0 && MA % 64 == 0, "one wgmma covers N <= 256; K steps of 16");
+  // accumulate = false: the old values are dead. Zeroing them first frees their registers between
+  // uses; the wgmma's read-write operands would otherwise keep them live across the loop.
+  if (!accumulate) fill(acc, 0.f);
+  mma_fence(acc);
+#pragma unroll
+  for (int k = 0; k < K / 16; ++k)
+#pragma unroll
+    for (int s = 0; s < acc.slices; ++s)
+      arch::wgmma_ss<N, T, 1, 0>::run(acc.v[s], desc_mnmajor(a, k, a_col0 / 64 + s), desc_kmajor(b, 0, k),
                                       (accumulate || k > 0) ? 1 : 0);
 }
 template <typename T, int R, int N, int K, int SWB>

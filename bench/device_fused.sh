@@ -1,0 +1,23 @@
+#!/bin/sh
+# attention_bwd_fused on the H200: the backward's correctness checks (float64 reference, 14 shapes;
+# D = 128 now runs the fused kernel), racecheck + memcheck on a small GQA causal backward, then
+# split vs fused timing through autograd.
+set -u
+export PYTHONPATH=. PYTHONUNBUFFERED=1 TILES_CACHE_DIR=/tmp/tiles-cache
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+timeout 120 python3 bench/hopper_attention_bwd_check.py --phases check 2>&1 | tail -4
+cat > /tmp/small_bwd.py <<'PY'
+import torch, tiles
+q = torch.randn(1, 200, 4, 128, device="cuda").bfloat16().requires_grad_()
+k = torch.randn(1, 190, 2, 128, device="cuda").bfloat16().requires_grad_()
+v = torch.randn(1, 190, 2, 128, device="cuda").bfloat16().requires_grad_()
+for causal in (False, True):
+    tiles.attention(q, k, v, causal=causal).sum().backward()
+torch.cuda.synchronize()
+print("small backward ok")
+PY
+python3 /tmp/small_bwd.py
+for tool in racecheck memcheck; do
+  timeout 150 compute-sanitizer --tool $tool python3 /tmp/small_bwd.py 2>&1 | grep -E "SUMMARY|small backward" | tee -a "$OUT/sanitize.txt"
+done
+timeout 200 python3 bench/hopper_tile_sweep.py --only fused 2>&1 | cut -c1-600
