@@ -18,6 +18,8 @@ print("small backward ok")
 PY
 python3 /tmp/small_bwd.py
 for tool in racecheck memcheck; do
-  timeout 150 compute-sanitizer --tool $tool python3 /tmp/small_bwd.py 2>&1 | grep -E "SUMMARY|small backward" | tee -a "$OUT/sanitize.txt"
+  timeout 150 compute-sanitizer --tool $tool --print-limit 4 python3 /tmp/small_bwd.py > "$OUT/$tool.txt" 2>&1
+  grep -E "SUMMARY|small backward" "$OUT/$tool.txt"
+  grep -E "^========= +(Invalid|Race|Error|at |by thread|Address)" "$OUT/$tool.txt" | head -12
 done
 timeout 200 python3 bench/hopper_tile_sweep.py --only fused 2>&1 | cut -c1-600

@@ -239,8 +239,27 @@ class WarpSpecializedLowering(Lowering):
         for o in [n for n in k.walk() if isinstance(n, ir.Op) and n.name == "load_async"]:
             P, t = o.ins[0].param, o.outs[0]
             self.map_info[self.maps[(id(P), t.rows)]] = (P, t.rows, o.ins[0].kept[0])
-        def smem(stages):  # tiles (1 KB aligned) + the barrier block + 1 KB of alignment slack
-            return sum(t.numel * 2 * (stages if t in self.ring else 1) for t in k.tiles if t.kind == "shared") + 2048
+        # store_add of a tile held transposed: staged in shared memory in the logical orientation, one
+        # f32 tile per consumer warpgroup (its columns of the logical tile), and added by a TMA reduce
+        self.reduces: Dict[int, str] = {}
+        for o in [n for n in k.walk() if isinstance(n, ir.Op) and n.name == "store_add" and n.ins[0] in self.flipped]:
+            t, view = o.ins
+            P = view.param
+            if P.rank > 4 or view.rank != 2 or view.kept[1] != P.rank - 1:
+                self._fail(f"store_add to {view.text()}: TMA adds 2-D windows whose columns are the last axis", o)
+            if t.rows % 8 or t.rows > 256 or self.WG_ROWS % 32:
+                self._fail(f"store_add of {t.name}: its rows must be a multiple of 8, at most 256", o)
+            key = (id(P), t.rows)
+            if key in self.maps:
+                self._fail(f"store_add to {P.name}, which the kernel also loads", o)
+            self.maps[key] = f"map_{P.name}"
+            self.map_info[self.maps[key]] = (P, t.rows, view.kept[0])
+            self.reduces[id(o)] = f"{t.name}_red"
+        red_bytes = sum(self.consumers * o.ins[0].rows * self.WG_ROWS * 4 for o in k.walk()
+                        if isinstance(o, ir.Op) and id(o) in self.reduces)
+
+        def smem(stages):  # tiles (1 KB aligned) + reduce staging + the barrier block + 1 KB of alignment slack
+            return sum(t.numel * 2 * (stages if t in self.ring else 1) for t in k.tiles if t.kind == "shared") + red_bytes + 2048
         if "stages" not in self.options:
             # the ring is at least as deep as declared, deeper while shared memory allows (up to 4):
             # a stage is released only when its last wgmma retires, mid-way through the next iteration
@@ -446,10 +465,6 @@ class WarpSpecializedLowering(Lowering):
             if view.rank != 2 or c != P.rank - 1:
                 self._fail("store_add: the tile's columns must be the view's last axis", n)
             a = n.attrs
-            if t in self.flipped:  # held transposed: the tile's logical columns are the split rows
-                return (f"store_add_transposed({self.view_ptr(view)}, {self.sym_name(P.strides[r])}, "
-                        f"{self.sym_name(P.dims[r])}, {self.sym_name(P.dims[c])}, {v(t)}, {self.expr(a['row'])}, "
-                        f"{self.expr(a['col'])} + wg_row0);")
             return (f"store_add({self.view_ptr(view)}, {self.sym_name(P.strides[r])}, {self.sym_name(P.dims[r])}, "
                     f"{self.sym_name(P.dims[c])}, {v(t)}, {self.row(a['row'])}, {self.expr(a['col'])});")
         if name in ("store", "load") and any(t in self.flipped for t in _tiles_of(n) if t.kind == "reg"):
@@ -550,6 +565,9 @@ class WarpSpecializedLowering(Lowering):
             if n.name == "store_shared":
                 lines += self.store_shared(n, pending, pad)
                 continue
+            if n.name == "store_add" and id(n) in self.reduces:
+                lines += self.reduce_add(n, pending, pad)
+                continue
             if n.name == "mma":
                 self.wait_for(_tiles_of(n), pending, lines, pad)
                 call, g = self.mma_line(n)
@@ -588,6 +606,30 @@ class WarpSpecializedLowering(Lowering):
             f"{pad}store({self.var(dst)}, wg_row0, {self.var(src)});",
             f"{pad}arch::fence_proxy_async();  // generic-proxy stores, visible to wgmma's reads",
             f"{pad}arch::bar_sync(3, CONSUMERS * 128);  // every warpgroup's rows of {dst.name} are in"]
+
+    def reduce_add(self, n: ir.Op, pending: List[_Group], pad: str) -> List[str]:
+        """store_add of a tile held transposed: each warpgroup writes its part (its rows as held, the
+        tile's columns) into its own f32 staging tile in the logical orientation, and one thread adds
+        it into global memory with a TMA reduce (FlashAttention-3's dQ). Named barrier 4 + cw orders
+        the warpgroup's threads around the staging tile; the issuing thread waits for the previous
+        reduce to have read it."""
+        t, view = n.ins
+        lines: List[str] = []
+        self.wait_for([t], pending, lines, pad)
+        stage = f"S.{self.reduces[id(n)]}[cw]"
+        c = self.tma_coords(view, n.attrs["row"], n.attrs["col"])
+        c[0] = f"{c[0]} + wg_row0"
+        m = self.maps[(id(view.param), t.rows)]
+        return lines + [
+            f"{pad}if (wg_thread() == 0) arch::tma_store_wait_read<0>();  // the last reduce has read the staging tile",
+            f"{pad}arch::bar_sync(4 + cw, 128);",
+            f"{pad}store_transposed({stage}, {self.var(t)});",
+            f"{pad}arch::fence_proxy_async();  // generic-proxy stores, visible to the TMA unit",
+            f"{pad}arch::bar_sync(4 + cw, 128);",
+            f"{pad}if (wg_thread() == 0) {{",
+            f"{pad}  reduce_add_async(&{m}, {stage}, {', '.join(c)});",
+            f"{pad}  arch::tma_store_commit();",
+            f"{pad}}}"]
 
     def deferred_mma(self, pad: str, pending: List[_Group], which: str) -> List[str]:
         """The loop's last mma, issued for the previous iteration (operands in the held stage). The
@@ -763,6 +805,11 @@ class WarpSpecializedLowering(Lowering):
                 r, c = self.stored(t)
                 how = f", held transposed ({r}x{c})" if t in self.flipped else ""
                 shared.append(f"st<{CTYPE[t.dtype.name]}, {r}, {c}> {self.var(t)[2:].split('[')[0]}{n};  // {t.type_str()}{how}")
+        for o in [x for x in k.walk() if isinstance(x, ir.Op) and id(x) in self.reduces]:
+            shared.append(f"st<float, {o.ins[0].rows}, WG_ROWS> {self.reduces[id(o)]}[CONSUMERS];  // "
+                          f"{o.ins[0].name}'s columns of each consumer warpgroup, for the TMA reduce into {o.ins[1].param.name}")
+        if self.reduces:  # a program's reduces have read shared memory before the CTA moves on or exits
+            consumer.append("if (wg_thread() == 0) arch::tma_store_wait<0>();  // the program's reduces are done")
         params = []
         for m, (P, rows, _) in self.map_info.items():
             params.append(("tma", m, P, rows))
@@ -872,6 +919,9 @@ class WarpSpecializedLowering(Lowering):
             esz = t.element_size()
             if t.stride(-1) != 1 or t.data_ptr() % 16 or any(
                     (st * esz) % 16 or (st == 0 and n > 1) for st, n in zip(t.stride()[:-1], t.shape[:-1])):
+                if any(isinstance(n, ir.Op) and n.name == "store_add" and n.ins[1].param is a[2] for n in k.walk()):
+                    raise ValueError(f"{k.name}: {a[2].name} is added into through TMA: it needs its last axis "
+                                     f"contiguous, 16-byte aligned rows and no broadcast axes, got strides {tuple(t.stride())}")
                 tensors[a[2].name] = t.contiguous()
                 copies.append(tensors[a[2].name])
         env = {}
@@ -899,7 +949,7 @@ class WarpSpecializedLowering(Lowering):
                 t = tensors[P.name]
                 dims = list(reversed(t.shape)) + [1] * (4 - t.dim())
                 strides = list(reversed(t.stride())) + [0] * (4 - t.dim())
-                box = [64, 1, 1, 1]
+                box = [128 // t.element_size(), 1, 1, 1]  # one 128-byte swizzle line
                 box[t.dim() - 1 - kept_row] = rows
                 # axes of extent 1 are only ever read at coordinate 0: any legal stride will do
                 big = max([int(st) * int(n) for st, n in zip(t.stride(), t.shape)] + [8])

@@ -181,6 +181,12 @@ __device__ __forceinline__ void tma_store_4d(const tma_map* map, u32 src, int c0
   asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%1, %2, %3, %4}], [%5];"
                ::"l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(src) : "memory");
 }
+// Adds the box into global memory (f32: done by the L2, atomically per element); out-of-bounds elements
+// are dropped. Tracked in the same bulk groups as the stores.
+__device__ __forceinline__ void tma_reduce_add_4d(const tma_map* map, u32 src, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.reduce.async.bulk.tensor.4d.global.shared::cta.add.tile.bulk_group [%0, {%1, %2, %3, %4}], [%5];"
+               ::"l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(src) : "memory");
+}
 __device__ __forceinline__ void tma_store_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
 // Wait until at most N committed store groups still READ shared memory (the buffer may be reused).
 template <int N> __device__ __forceinline__ void tma_store_wait_read() {

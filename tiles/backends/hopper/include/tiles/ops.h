@@ -388,29 +388,32 @@ __device__ __forceinline__ void store_add(float* dst, long long ld, int nrows, i
       if (c + 1 < ncols) atomicAdd(q + 1, x.y);
     }
 }
-// The same for a tile held transposed (src[r, c] is the logical element [c, r]):
-// dst[row0 + c, col0 + r] += src[r, c]. A warp's lanes cover 8 consecutive r of 4 column pairs, so
-// each red instruction writes 32-byte runs of dst rows.
-template <typename T, int R, int C>
-__device__ __forceinline__ void store_add_transposed(float* dst, long long ld, int nrows, int ncols,
-                                                     const rt<T, R, C>& src, int row0, int col0) {
+// A tile held transposed (src[r, c] is the logical element [c, r]) into a shared tile in the logical
+// orientation: dst[c, r] = src[r, c], 4-byte stores. For each register, a warp's lanes write 8
+// consecutive columns of 4 even rows, which the 128-byte swizzle puts in different banks.
+template <int RD, int CD, int SW, int R, int C>
+__device__ __forceinline__ void store_transposed(st<float, RD, CD, SW>& dst, const rt<float, R, C>& src) {
+  static_assert(RD == C && CD == R, "dst is src's transpose");
   const int th = wg_thread();
-  // this thread's first element (frag_row / frag_col with s = p = 0, axes swapped); the others are
-  // compile-time steps from it, so one pointer serves all (few registers next to dK and dV)
-  const int r0 = row0 + frag_col(th, 0), c0 = col0 + frag_row(th, 0, 0);
-  float* base = dst + (long long)r0 * ld + c0;
-  const long long ld8 = 8 * ld;
 #pragma unroll
   for (int s = 0; s < src.slices; ++s)
 #pragma unroll
     for (int p = 0; p < src.pairs; ++p) {
-      const int r = r0 + 8 * (p >> 1), c = c0 + 64 * s + 8 * (p & 1);
-      if (c >= ncols) continue;
-      const float2 x = load_pair<T>(src.v[s][p]);
-      float* q = base + (p >> 1) * ld8 + 64 * s + 8 * (p & 1);
-      if (r < nrows) atomicAdd(q, x.x);
-      if (r + 1 < nrows) atomicAdd(q + ld, x.y);
+      const int r = frag_row(th, s, p), c = frag_col(th, p);
+      dst.at(c, r) = src.v[s][p].x;
+      dst.at(c + 1, r) = src.v[s][p].y;
     }
+}
+// Adds a shared f32 tile into global memory through TMA (cp.reduce.async.bulk.tensor ... add), one box
+// per column chunk; c0 is the tile's first column, c1..c3 the outer coordinates. One thread issues;
+// the caller commits the bulk group and waits for its reads before writing the tile again.
+template <int R, int C, int SW>
+__device__ __forceinline__ void reduce_add_async(const tma_map* map, const st<float, R, C, SW>& src, int c0, int c1,
+                                                 int c2, int c3) {
+  using S = st<float, R, C, SW>;
+#pragma unroll
+  for (int j = 0; j < S::chunks; ++j)
+    arch::tma_reduce_add_4d(map, src.addr() + j * S::chunk_bytes, c0 + j * S::chunk_cols, c1, c2, c3);
 }
 // dst[r, c] = src[row0 + r, col0 + c]; elements outside (nrows, ncols) read 0.
 template <typename T, typename U, int R, int C>
