@@ -215,11 +215,11 @@ def fused(seqs="1024,4096,16384"):
     import tiles
     from tiles.backends.hopper import backend as hb, lower_attention
     W, HB = lower_attention.WarpSpecializedLowering, hb.HopperBackend
-    supports, schedules = HB.supports, dict(W.SCHEDULES)
+    fused0, schedules = HB.FUSED_BACKWARD, dict(W.SCHEDULES)
     modes = {
-        "split": (lambda self, kernel, **p: kernel != "attention_bwd_fused" and supports(self, kernel, **p), schedules),
-        "fused": (supports, schedules),
-        "fused_persistent": (supports, {**schedules, ("attention_bwd_fused", 128): {}}),
+        "split": (False, schedules),
+        "fused": (True, schedules),
+        "fused_persistent": (True, {**schedules, ("attention_bwd_fused", 128): {}}),
     }
     D = 128
     for causal in (False, True):
@@ -231,9 +231,9 @@ def fused(seqs="1024,4096,16384"):
             xs = [x.detach().requires_grad_() for x in (q, k, v)]
             out = tiles.attention(*xs, causal=causal, backend="hopper")
             fns, grads = {}, {}
-            for name, (sup, sch) in modes.items():
-                def f(i, sup=sup, sch=sch):
-                    HB.supports, W.SCHEDULES = sup, sch
+            for name, (fuse, sch) in modes.items():
+                def f(i, fuse=fuse, sch=sch):
+                    HB.FUSED_BACKWARD, W.SCHEDULES = fuse, sch
                     return torch.autograd.grad(out, xs, do, retain_graph=True)
                 grads[name] = [x.float() for x in f(0)]
                 fns[name] = f
@@ -241,7 +241,7 @@ def fused(seqs="1024,4096,16384"):
                   for n, gr in grads.items()}
             torch.cuda.synchronize()
             ms = _time_batch(fns, rounds=7, inner=5)
-            HB.supports, W.SCHEDULES = supports, schedules
+            HB.FUSED_BACKWARD, W.SCHEDULES = fused0, schedules
             flops = 2.5 * 4 * B * H * S * S * D / (2 if causal else 1)
             record(kind="fused", D=D, causal=causal, S=S, H=H, Hkv=Hkv, ms=ms, ok=ok,
                    tflops={n: flops / (t * 1e-3) / 1e12 for n, t in ms.items()},

@@ -22,7 +22,7 @@ from tiles.core.dtypes import f32  # noqa: E402
 from tiles.core.lang import cast, load_async, mma, row_max, store, wait, zero  # noqa: E402
 from tiles.core.patterns import Pipelined  # noqa: E402
 from tiles.core.trace import kernel  # noqa: E402
-from tiles.kernels import attention_bwd_dkdv, attention_bwd_dq, attention_fwd  # noqa: E402
+from tiles.kernels import attention_bwd_dkdv, attention_bwd_dq, attention_bwd_fused, attention_fwd  # noqa: E402
 from test_compile import assert_no_spills  # noqa: E402  (tests/hopper is on sys.path)
 
 try:
@@ -41,7 +41,8 @@ def _lower(D=128, causal=True, dtype=torch.bfloat16, options=None, kernel="fwd",
     """The lowering of one attention kernel; `launched`: with the tile sizes and schedule options the
     backend launches it with (WarpSpecializedLowering.config / SCHEDULES)."""
     if launched:
-        name = {"fwd": "attention_fwd", "dq": "attention_bwd_dq", "dkdv": "attention_bwd_dkdv"}[kernel]
+        name = {"fwd": "attention_fwd", "dq": "attention_bwd_dq", "dkdv": "attention_bwd_dkdv",
+                "fused": "attention_bwd_fused"}[kernel]
         over = {**WarpSpecializedLowering.config(name, D=D), **over}
         options = options or WarpSpecializedLowering.SCHEDULES.get((name, D))
     q = _meta(2, 1000, 16, D, dtype=dtype)
@@ -49,6 +50,9 @@ def _lower(D=128, causal=True, dtype=torch.bfloat16, options=None, kernel="fwd",
     lse = _meta(2, 16, 1000, dtype=torch.float32)
     if kernel == "dkdv":
         k = attention_bwd_dkdv.trace(q, kv, kv, q, lse, lse, kv, kv, D ** -0.5, causal=causal, D=D, **over)
+    elif kernel == "fused":
+        acc = _meta(2, 1000, 16, D, dtype=torch.float32)
+        k = attention_bwd_fused.trace(q, kv, kv, q, lse, lse, kv, kv, acc, D ** -0.5, causal=causal, D=D, **over)
     elif kernel == "dq":
         k = attention_bwd_dq.trace(q, kv, kv, q, lse, lse, q, D ** -0.5, causal=causal, D=D, **over)
     else:
@@ -84,6 +88,9 @@ CASES = {
     "dq_d64_launched": dict(D=64, causal=False, kernel="dq", launched=True),
     "dkdv_d64_launched": dict(D=64, causal=True, kernel="dkdv", launched=True),
     "fwd_d64_launched": dict(D=64, causal=False, launched=True),
+    # dK, dV and dQ in one pass: dS through shared memory, dQᵀ = Kᵀ dSᵀ (A transposed from shared
+    # memory), added into dQacc by TMA reduce
+    "fused_d128_causal_launched": dict(D=128, causal=True, kernel="fused", launched=True),
 }
 
 
@@ -107,7 +114,10 @@ def test_sass_has_hopper_instructions(compiled, tmp_path):
     f.write_bytes(c.cubin)
     sass = subprocess.run([tool, "-sass", str(f)], check=True, capture_output=True, text=True).stdout
     D = low.kernel.constexprs["D"]
-    if low.kernel.name == "attention_bwd_dkdv":
+    if low.kernel.name == "attention_bwd_fused":
+        assert "UTMAREDG" in sass  # cp.reduce.async.bulk.tensor: dQ added into dQacc
+        assert "mma_AtB(dq, S.kt, wg_row0, S.dss, false);" in low.source  # dQᵀ = Kᵀ dSᵀ, A transposed from smem
+    if low.kernel.name in ("attention_bwd_dkdv", "attention_bwd_fused"):
         assert re.search(r"HGMMA\.64x64x16\.F32", sass)  # Sᵀ = K Qᵀ, dPᵀ = V dOᵀ (N = BM)
         assert re.search(rf"HGMMA\.64x{D}x16\.F32", sass)  # dV += Pᵀ dO, dK += dSᵀ Q (N = D)
         assert "SHFL.IDX" in sass  # LSE / Delta broadcast along the columns

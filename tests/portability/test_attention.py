@@ -138,3 +138,20 @@ def test_gradient_through_lse(backend):
     (ro.sum() + rl.sum()).backward()
     for a, b in zip(xs, rs):
         assert max_err(a.grad, b.grad) < 0.05 * b.grad.abs().max().item()
+
+
+@pytest.mark.parametrize("shape", [SHAPES[3], SHAPES[5]], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("causal", [False, True])
+def test_backward_fused(backend, shape, causal, monkeypatch):
+    """The same rule through attention_bwd_fused (dQ added up in the dK/dV pass), on the backends
+    that lower it (switched on with FUSED_BACKWARD: measured slower than the split kernels)."""
+    name, _ = backend
+    be = tiles.backends.get(name)
+    if not hasattr(type(be), "FUSED_BACKWARD"):
+        pytest.skip(f"backend {name} has no fused attention backward")
+    monkeypatch.setattr(type(be), "FUSED_BACKWARD", True)
+    launched = []
+    launch = tiles.api._launch
+    monkeypatch.setattr(tiles.api, "_launch", lambda b, kfn, *a, **kw: (launched.append(kfn.name), launch(b, kfn, *a, **kw)))
+    test_backward(backend, shape, causal)
+    assert "attention_bwd_fused" in launched and "attention_bwd_dq" not in launched, launched

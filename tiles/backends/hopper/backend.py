@@ -53,11 +53,18 @@ class HopperBackend(Backend):
 
     max_index = None  # the templates index with 64-bit offsets where a tensor can pass 2^31 elements
 
+    # tiles.attention's backward through attention_bwd_fused (dQ added by TMA reduce in the dK/dV pass)
+    # instead of the split kernels. Off: on the H200 it measured 1.00-0.85x the split backward at
+    # D = 128 (bench/hopper_notes.md, session 12): its dQ chain (two barriers, the dQ wgmma waited at
+    # once, the staging for the reduce) runs exposed in every block.
+    FUSED_BACKWARD = False
+
     def supports(self, kernel: str, **problem) -> bool:
         if kernel == "attention_bwd_fused":
             # its dQ block is held transposed, D x 64 queries: D must be the 128 key rows the two
-            # consumer warpgroups split (lower_attention.orient)
-            return problem.get("D", 128) == 128
+            # consumer warpgroups split (lower_attention.orient). Lowered at any call; chosen by
+            # tiles.attention only with FUSED_BACKWARD.
+            return problem.get("D", 128) == 128 and (self.FUSED_BACKWARD or not problem)
         return kernel in LOWERINGS
 
     def check_fp8(self, name: str, dtype: torch.dtype, device=None) -> None:
