@@ -208,9 +208,9 @@ def autograd():
 
 def fused(seqs="1024,4096,16384"):
     """The backward through autograd at D = 128: the split kernels (prep, dK/dV, dQ) vs
-    attention_bwd_fused (prep, then dK/dV with dQ added atomically) one CTA per program (the
-    default) and persistent (ptxas spills 112 bytes there). Outputs of each are compared with the
-    split path's."""
+    attention_bwd_fused (prep, then dK/dV with dQ added by TMA reduce) as scheduled by default (one
+    CTA per program, dK's wgmma issued right after dQ's) and rotated (dK's wgmma issued under the next
+    block's softmax, dQ waited for at once). Outputs of each are compared with the split path's."""
     import torch
     import tiles
     from tiles.backends.hopper import backend as hb, lower_attention
@@ -219,7 +219,7 @@ def fused(seqs="1024,4096,16384"):
     modes = {
         "split": (False, schedules),
         "fused": (True, schedules),
-        "fused_persistent": (True, {**schedules, ("attention_bwd_fused", 128): {}}),
+        "fused_rotated": (True, {**schedules, ("attention_bwd_fused", 128): {"persistent": False}}),
     }
     D = 128
     for causal in (False, True):

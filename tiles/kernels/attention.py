@@ -164,13 +164,14 @@ def _dkdv(k, Q, K, V, dO, L, Delta, dK, dV, scale, causal, D, BM, BN, dQacc=None
             _probabilities(k, s, p, q, kt, lse, qrow0, kcol0, Sq, Sk, scale, causal)
             mma(dv, p, do, ta=True)
             _dscores(k, ds, dsp, dp, s, do, vt, delta)
-            if dQacc is not None:
+            if dQacc is None:
+                mma(dk, dsp, q, ta=True)
+            else:
                 store(dss, dsp)
                 mma(dq, dss, kt, accumulate=False)
+                mma(dk, dsp, q, ta=True)  # dK's GEMM runs while dQ is scaled and added
                 mul(dq, dq, scale)
                 store_add(dQacc[b, :, h, :], dq, row=qrow0, col=0)
-            # last: a backend may issue it late, under the next block's softmax (dS stays live)
-            mma(dk, dsp, q, ta=True)
     mul(dk, dk, scale)
     store(dK[b, :, hk, :], dk, row=kcol0, col=0)
     store(dV[b, :, hk, :], dv, row=kcol0, col=0)

@@ -875,8 +875,9 @@ class WarpSpecializedLowering(Lowering):
     SCHEDULES = {("attention_bwd_dq", 128): {"pingpong": True},    # 1.33-1.38x vs 1.24-1.28x without
                  ("attention_bwd_dkdv", 64): {"pingpong": True},   # +1 to +6 %
                  # dK, dV (128 registers) + the dQ block: the persistent loop's own registers make
-                 # ptxas spill (112 bytes); one CTA per program does not
-                 ("attention_bwd_fused", 128): {"persistent": False}}
+                 # ptxas spill (112 bytes); one CTA per program does not. Not rotated: dK's wgmma is
+                 # issued right after dQ's and runs while dQ is staged for its reduce
+                 ("attention_bwd_fused", 128): {"persistent": False, "rotate": False}}
 
     _lowered_cache: Dict[tuple, Lowered] = {}
     _kernel_cache: Dict[tuple, object] = {}

@@ -418,6 +418,7 @@ class LayerNormLowering(SimtLowering):
         width = NP or (_pow2_ceil(N) if N else None)
         if not width:
             return {}
-        # one row a block from 1024 columns up: 1.07x (4096) and 1.22x (1024) over 8192 values a
-        # block on the H200 (at 16 values a thread), the same at 8192
+        # one row a block from 1024 columns up, at 8 values a thread (ELEMS), against 8192 values a
+        # block at 16 before: 1.28x at 1024 columns, 0.90-0.92x at 4096 (where 16 a thread spilled),
+        # the same at 8192 (H200, bench/hopper_notes.md, session 12)
         return {"BM": 1 if width >= 1024 else min(16, 8192 // width)}
