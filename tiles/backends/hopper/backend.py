@@ -54,9 +54,9 @@ class HopperBackend(Backend):
     max_index = None  # the templates index with 64-bit offsets where a tensor can pass 2^31 elements
 
     # tiles.attention's backward through attention_bwd_fused (dQ added by TMA reduce in the dK/dV pass)
-    # instead of the split kernels. Off: on the H200 it measured 1.00-0.85x the split backward at
-    # D = 128 (bench/hopper_notes.md, session 12): its dQ chain (two barriers, the dQ wgmma waited at
-    # once, the staging for the reduce) runs exposed in every block.
+    # instead of the split kernels. Off: on the H200 it took 0.92-1.14x the split backward's time at
+    # D = 128 (bench/hopper_notes.md, session 12): its dQ chain (two barriers, the dS store, the dQ
+    # wgmma, the staging for the reduce) runs exposed in every block.
     FUSED_BACKWARD = False
 
     def supports(self, kernel: str, **problem) -> bool:
