@@ -48,3 +48,19 @@ def test_direct_and_custom_op_give_the_same_answer():
     direct = tiles.gemm(a, b, backend="interp")
     via_op = api._gemm(a, b, torch.bfloat16, "interp")
     assert torch.equal(direct, via_op)
+
+
+def test_eager_backward_skips_the_custom_op(monkeypatch):
+    """The attention backward under eager autograd runs its implementation directly, with the answer
+    the custom op gives."""
+    g = torch.Generator().manual_seed(1)
+    q, k, v, do = (torch.randn(1, 24, 2, 64, generator=g).to(torch.bfloat16) for _ in range(4))
+    xs = [x.clone().requires_grad_() for x in (q, k, v)]
+    out, lse = tiles.attention(*xs, causal=True, backend="interp", return_lse=True)
+    via_op = api._attention_bwd(do, q, k, v, out.detach(), lse.detach(), None, True, 64 ** -0.5, "interp")
+    calls = []
+    monkeypatch.setattr(api, "_attention_bwd", lambda *a: calls.append(a) or via_op)
+    out.backward(do)
+    assert calls == [], "eager autograd went through the custom op"
+    for x, ref in zip(xs, via_op):
+        assert torch.equal(x.grad, ref)

@@ -74,10 +74,9 @@ def _(q, k, v, causal, scale, backend):
     return torch.empty_like(q), q.new_empty((B, H, Sq), dtype=torch.float32)
 
 
-@torch.library.custom_op("tiles::attention_bwd", mutates_args=())
-def _attention_bwd(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor,
-                   lse: torch.Tensor, dlse: Optional[torch.Tensor], causal: bool, scale: float,
-                   backend: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _attention_bwd_impl(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor,
+                        lse: torch.Tensor, dlse: Optional[torch.Tensor], causal: bool, scale: float,
+                        backend: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     B, Sq, H, D = q.shape
     dq = _empty(q.shape, q.dtype, q.device)
     dk = _empty(k.shape, k.dtype, k.device)
@@ -104,6 +103,9 @@ def _attention_bwd(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.
     return dq, dk, dv
 
 
+_attention_bwd = torch.library.custom_op("tiles::attention_bwd", _attention_bwd_impl, mutates_args=())
+
+
 @_attention_bwd.register_fake
 def _(do, q, k, v, out, lse, dlse, causal, scale, backend):
     return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
@@ -120,7 +122,11 @@ def _attn_backward(ctx, dout, dlse):
     q, k, v, out, lse = ctx.saved_tensors
     if dout is None:  # only the LSE was used
         dout = torch.zeros_like(out)
-    dq, dk, dv = _attention_bwd(dout, q, k, v, out, lse, dlse, ctx.causal, ctx.scale, ctx.backend)
+    # eager autograd runs the implementation itself: the custom op's dispatch costs host time a training
+    # step pays once per attention layer (the op stays for torch.compile and functorch transforms)
+    tensors = (dout, q, k, v, out, lse) + (() if dlse is None else (dlse,))
+    bwd = _attention_bwd_impl if _direct(*tensors) else _attention_bwd
+    dq, dk, dv = bwd(dout, q, k, v, out, lse, dlse, ctx.causal, ctx.scale, ctx.backend)
     return dq, dk, dv, None, None, None
 
 
