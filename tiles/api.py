@@ -8,8 +8,8 @@ from typing import Optional
 import torch
 
 from . import backends, validate
-from .kernels import (attention_bwd_dkdv, attention_bwd_dq, attention_bwd_fused, attention_bwd_prep, attention_fwd, gemm as gemm_k,
-                      gemm_fp8 as gemm_fp8_k, layernorm as layernorm_k, rotary as rotary_k)
+from .kernels import (attention_bwd_dkdv, attention_bwd_dq, attention_bwd_fused, attention_bwd_prep, attention_fwd,
+                      gemm as gemm_k, gemm_fp8 as gemm_fp8_k, layernorm as layernorm_k, rotary as rotary_k)
 
 
 def _poison() -> bool:
