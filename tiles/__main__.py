@@ -9,6 +9,8 @@ import time
 
 import torch
 
+from tiles.core.lowering import LoweringError
+
 
 def _examples():
     """Representative arguments for each suite kernel (bf16, head dim 128), on the meta device:
@@ -67,7 +69,11 @@ def cmd_show(args) -> int:
         if lower is None:
             print(f"backend {args.backend!r} cannot lower kernels here: {be.available()[1]}", file=sys.stderr)
             return 2
-        lowered = lower(kfn, *a, arch=args.arch, **kw)
+        try:
+            lowered = lower(kfn, *a, arch=args.arch, **kw)
+        except LoweringError as e:
+            print(e, file=sys.stderr)
+            return 2
         if args.emit:
             paths = be.emit(lowered, args.emit)
             print("\n".join(paths))

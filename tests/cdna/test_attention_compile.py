@@ -267,6 +267,14 @@ def test_show_prints_readable_code():
         assert want in src, want
 
 
+def test_show_refuses_a_kernel_it_does_not_lower():
+    """The fused backward is Hopper-only: one line saying so, exit status 2, no traceback."""
+    r = subprocess.run([sys.executable, "-m", "tiles", "show", "attention_bwd_fused", "--backend", "cdna"],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "cdna: kernel 'attention_bwd_fused' has no CDNA lowering" in r.stderr and "backend='interp'" in r.stderr
+
+
 @pytest.mark.parametrize("kernel", ["attention_fwd", "attention_bwd_dkdv"])
 @pytest.mark.parametrize("arch", ["gfx942", "gfx950"])
 def test_emit_writes_a_unit_clang_compiles(tmp_path, arch, kernel):

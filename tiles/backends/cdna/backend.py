@@ -12,6 +12,7 @@ import torch
 
 from tiles.core import ir
 from tiles.core.backend import Backend, BackendUnavailable
+from tiles.core.lowering import LoweringError
 
 from . import runtime
 from .gemm_probe import INCLUDE_DIR, TEMPLATE_VERSION
@@ -92,7 +93,12 @@ class CDNABackend(Backend):
             from .lower_fp8 import CDNAFp8GemmLowering
 
             return CDNAFp8GemmLowering(k, arch).lower()
-        return CDNALowering(k, arch).lower()
+        from tiles.kernels import SUITE
+
+        if kfn.name in SUITE and not self.supports(kfn.name):
+            raise LoweringError(f"cdna: kernel {kfn.name!r} has no CDNA lowering (lowered here: "
+                                f"{sorted(n for n in SUITE if self.supports(n))}); run it with backend='interp'")
+        return CDNALowering(k, arch).lower()  # a kernel of the user's is tried as a GEMM
 
     def check_fp8(self, name: str, dtype: torch.dtype, device=None) -> None:
         """The target's 8-bit format: gfx942 e4m3fnuz, gfx950 OCP e4m3fn (TypeError naming the argument)."""

@@ -91,7 +91,10 @@ class HopperBackend(Backend):
 
     def lower(self, kfn, *args, arch: Optional[str] = None, options: Optional[dict] = None, **kwargs):
         k = kfn.trace(*args, **kwargs)
-        return self._lowering(k.name)(k, arch or ARCH, **(options or {})).lower()
+        cls = self._lowering(k.name)
+        if options is None:  # the schedule a launch would use (tiles show prints what runs)
+            options = getattr(cls, "SCHEDULES", {}).get((k.name, kwargs.get("D")))
+        return cls(k, arch or ARCH, **(options or {})).lower()
 
     def launch(self, kfn, *args, **kwargs) -> None:
         ok, why = self.available()
