@@ -370,8 +370,8 @@ __device__ __forceinline__ void store(st<U, RD, C, SW>& dst, int dst_row0, const
       *reinterpret_cast<typename pair_of<U>::type*>(&dst.at(dst_row0 + frag_row(th, s, p), frag_col(th, p))) =
           f2_to_pair<U>(load_pair<T>(src.v[s][p]));
 }
-// dst[row0 + r, col0 + c] += src[r, c] atomically (red.global.add.f32), for row0 + r < nrows and
-// col0 + c < ncols. Adjacent pairs go as one 8-byte red where the row stride keeps them aligned.
+// dst[row0 + r, col0 + c] += src[r, c] atomically (one red.global.add.f32 an element), for
+// row0 + r < nrows and col0 + c < ncols. (A tile held transposed goes through reduce_add_async.)
 template <typename T, int R, int C>
 __device__ __forceinline__ void store_add(float* dst, long long ld, int nrows, int ncols, const rt<T, R, C>& src,
                                           int row0, int col0) {
@@ -491,8 +491,8 @@ template <typename T, int R, int N, int K, int MA, int SWA, int SWB>
 __device__ __forceinline__ void mma_AtB(rt<float, R, N>& acc, const st<T, K, MA, SWA>& a, int a_col0,
                                         const st<T, K, N, SWB>& b, bool accumulate = true) {
   static_assert(N <= 256 && K % 16 == 0 && MA % 64 == 0, "one wgmma covers N <= 256; K steps of 16");
-  // accumulate = false: the old values are dead. Zeroing them first frees their registers between
-  // uses; the wgmma's read-write operands would otherwise keep them live across the loop.
+  // accumulate = false: the old values are dead; zeroing them ends their live range here (the wgmma's
+  // read-write operands would otherwise carry whatever the registers held into it)
   if (!accumulate) fill(acc, 0.f);
   mma_fence(acc);
 #pragma unroll
@@ -506,8 +506,8 @@ template <typename T, int R, int N, int K, int MA, int SWA, int SWB>
 __device__ __forceinline__ void mma_AtBt(rt<float, R, N>& acc, const st<T, K, MA, SWA>& a, int a_col0,
                                          const st<T, N, K, SWB>& b, bool accumulate = true) {
   static_assert(N <= 256 && K % 16 == 0 && MA % 64 == 0, "one wgmma covers N <= 256; K steps of 16");
-  // accumulate = false: the old values are dead. Zeroing them first frees their registers between
-  // uses; the wgmma's read-write operands would otherwise keep them live across the loop.
+  // accumulate = false: the old values are dead; zeroing them ends their live range here (the wgmma's
+  // read-write operands would otherwise carry whatever the registers held into it)
   if (!accumulate) fill(acc, 0.f);
   mma_fence(acc);
 #pragma unroll
