@@ -29,7 +29,7 @@ class Backend:
 
     def supports(self, kernel: str, **problem) -> bool:
         """Whether this backend lowers the suite kernel `kernel` (for this problem's sizes, when
-        given). The interpreter runs them all."""
+        given); tiles' API picks kernels by it. Default: every kernel."""
         return True
 
     def config(self, kernel: str, **problem) -> dict:
