@@ -172,3 +172,25 @@ def test_bad_configs_are_refused():
         gemm_probe.gemm_source("float32", "bf16")
     with pytest.raises(TypeError, match="unknown GEMM options"):
         gemm_probe.gemm_source("bf16", "bf16", tile=3)
+
+
+def test_mma_with_a_transposed_from_shared_memory_compiles(tmp_path):
+    """ops.h's mma_AtB / mma_AtBt (A given K x M, wgmma's transpose bit for A) with either form of B:
+    both instantiate, and the SASS has the wgmma. (The fused attention backward uses mma_AtB.)"""
+    src = """#include <tiles/tiles.h>
+using namespace tiles;
+extern "C" __global__ void __launch_bounds__(128) k(float* out) {
+  extern __shared__ unsigned char raw[];
+  smem_allocator alloc(raw);
+  auto& a = alloc.take<st<bf16, 64, 128>>();   // K x M
+  auto& bm = alloc.take<st<bf16, 64, 64>>();   // K x N (MN-major)
+  auto& bk = alloc.take<st<bf16, 64, 64>>();   // N x K (K-major)
+  rt<float, 64, 64> c;
+  mma_AtB(c, a, 64, bm, false);
+  mma_AtBt(c, a, 0, bk, true);
+  mma_commit();
+  mma_wait<0>(c);
+  store(out, 64, 64, 64, c, 0, 0);
+}"""
+    c = runtime.nvrtc_compile(src, name="at.cu")
+    assert "HGMMA.64x64x16.F32.BF16" in _sass(c.cubin, tmp_path)

@@ -340,12 +340,14 @@ __device__ __forceinline__ void store(U* dst, long long ld, int nrows, int ncols
       }
     }
 }
-// Registers → shared: dst[r, c] = src[r, src_col0 + c] (dst has src's rows), converted to dst's
-// type, in the swizzled layout TMA stores read. Each pair is one 4- or 8-byte st.shared; the swizzle
-// spreads a warp's 8 rows over different banks. Follow with arch::fence_proxy_async() before a TMA store.
-template <typename U, int R, int C, int SW, typename T, int C2>
-__device__ __forceinline__ void store(st<U, R, C, SW>& dst, const rt<T, R, C2>& src, int src_col0) {
+// Registers → shared: dst[dst_row0 + r, c] = src[r, src_col0 + c], converted to dst's type, in the
+// swizzled layout TMA stores and wgmma read. Each pair is one 4- or 8-byte st.shared; the swizzle
+// spreads a warp's 8 rows over different banks. Follow with arch::fence_proxy_async() before a TMA
+// store or a wgmma reads the tile.
+template <typename U, int RD, int C, int SW, typename T, int R, int C2>
+__device__ __forceinline__ void store(st<U, RD, C, SW>& dst, int dst_row0, const rt<T, R, C2>& src, int src_col0) {
   static_assert(C % 8 == 0 && C2 % C == 0, "the shared tile takes whole 8-column groups of the register tile");
+  static_assert(RD % R == 0, "the register tile is a whole number of the shared tile's row blocks");
   const int th = wg_thread();
   const int p0 = src_col0 / 4;  // 4 columns of the tile per pair index (2 pairs per 8-column group)
 #pragma unroll
@@ -353,22 +355,19 @@ __device__ __forceinline__ void store(st<U, R, C, SW>& dst, const rt<T, R, C2>& 
 #pragma unroll
     for (int q = 0; q < C / 4; ++q) {
       const int p = p0 + q;
-      *reinterpret_cast<typename pair_of<U>::type*>(&dst.at(frag_row(th, s, p), frag_col(th, p) - src_col0)) =
-          f2_to_pair<U>(load_pair<T>(src.v[s][p]));
+      *reinterpret_cast<typename pair_of<U>::type*>(
+          &dst.at(dst_row0 + frag_row(th, s, p), frag_col(th, p) - src_col0)) = f2_to_pair<U>(load_pair<T>(src.v[s][p]));
     }
 }
-// Registers → rows dst_row0 .. dst_row0 + R of a shared tile with more rows (each consumer warpgroup
-// writes its own rows; the caller orders the warpgroups with a named barrier and a proxy fence).
+// the epilogue's form: dst has src's rows, and takes columns src_col0 .. of it
+template <typename U, int R, int C, int SW, typename T, int C2>
+__device__ __forceinline__ void store(st<U, R, C, SW>& dst, const rt<T, R, C2>& src, int src_col0) {
+  store(dst, 0, src, src_col0);
+}
+// the form each consumer warpgroup uses for its rows of a tile they share
 template <typename U, int RD, int C, int SW, typename T, int R>
 __device__ __forceinline__ void store(st<U, RD, C, SW>& dst, int dst_row0, const rt<T, R, C>& src) {
-  static_assert(RD % R == 0, "the register tile is a whole number of the shared tile's row blocks");
-  const int th = wg_thread();
-#pragma unroll
-  for (int s = 0; s < src.slices; ++s)
-#pragma unroll
-    for (int p = 0; p < src.pairs; ++p)
-      *reinterpret_cast<typename pair_of<U>::type*>(&dst.at(dst_row0 + frag_row(th, s, p), frag_col(th, p))) =
-          f2_to_pair<U>(load_pair<T>(src.v[s][p]));
+  store(dst, dst_row0, src, 0);
 }
 // dst[row0 + r, col0 + c] += src[r, c] atomically (one red.global.add.f32 an element), for
 // row0 + r < nrows and col0 + c < ncols. (A tile held transposed goes through reduce_add_async.)
@@ -486,10 +485,10 @@ __device__ __forceinline__ void mma_ABt(rt<float, R, N>& acc, const st<T, RA, K,
                                       (accumulate || k > 0) ? 1 : 0);
 }
 // A given K x M (MN-major: wgmma's transpose bit for A): acc's rows are columns a_col0 .. a_col0 + R
-// of `a` (whole 64-column chunks of its swizzled layout). B as in mma_AB / mma_ABt.
-template <typename T, int R, int N, int K, int MA, int SWA, int SWB>
-__device__ __forceinline__ void mma_AtB(rt<float, R, N>& acc, const st<T, K, MA, SWA>& a, int a_col0,
-                                        const st<T, K, N, SWB>& b, bool accumulate = true) {
+// of `a` (whole 64-column chunks of its swizzled layout). B as in mma_AB (TB = 1) / mma_ABt (TB = 0).
+template <int TB, typename T, int R, int N, int K, int MA, int SWA, class SB>
+__device__ __forceinline__ void mma_At(rt<float, R, N>& acc, const st<T, K, MA, SWA>& a, int a_col0, const SB& b,
+                                       bool accumulate) {
   static_assert(N <= 256 && K % 16 == 0 && MA % 64 == 0, "one wgmma covers N <= 256; K steps of 16");
   // accumulate = false: the old values are dead; zeroing them ends their live range here (the wgmma's
   // read-write operands would otherwise carry whatever the registers held into it)
@@ -499,23 +498,18 @@ __device__ __forceinline__ void mma_AtB(rt<float, R, N>& acc, const st<T, K, MA,
   for (int k = 0; k < K / 16; ++k)
 #pragma unroll
     for (int s = 0; s < acc.slices; ++s)
-      arch::wgmma_ss<N, T, 1, 1>::run(acc.v[s], desc_mnmajor(a, k, a_col0 / 64 + s), desc_mnmajor(b, k),
-                                      (accumulate || k > 0) ? 1 : 0);
+      arch::wgmma_ss<N, T, 1, TB>::run(acc.v[s], desc_mnmajor(a, k, a_col0 / 64 + s),
+                                       TB ? desc_mnmajor(b, k) : desc_kmajor(b, 0, k), (accumulate || k > 0) ? 1 : 0);
+}
+template <typename T, int R, int N, int K, int MA, int SWA, int SWB>
+__device__ __forceinline__ void mma_AtB(rt<float, R, N>& acc, const st<T, K, MA, SWA>& a, int a_col0,
+                                        const st<T, K, N, SWB>& b, bool accumulate = true) {
+  mma_At<1>(acc, a, a_col0, b, accumulate);
 }
 template <typename T, int R, int N, int K, int MA, int SWA, int SWB>
 __device__ __forceinline__ void mma_AtBt(rt<float, R, N>& acc, const st<T, K, MA, SWA>& a, int a_col0,
                                          const st<T, N, K, SWB>& b, bool accumulate = true) {
-  static_assert(N <= 256 && K % 16 == 0 && MA % 64 == 0, "one wgmma covers N <= 256; K steps of 16");
-  // accumulate = false: the old values are dead; zeroing them ends their live range here (the wgmma's
-  // read-write operands would otherwise carry whatever the registers held into it)
-  if (!accumulate) fill(acc, 0.f);
-  mma_fence(acc);
-#pragma unroll
-  for (int k = 0; k < K / 16; ++k)
-#pragma unroll
-    for (int s = 0; s < acc.slices; ++s)
-      arch::wgmma_ss<N, T, 1, 0>::run(acc.v[s], desc_mnmajor(a, k, a_col0 / 64 + s), desc_kmajor(b, 0, k),
-                                      (accumulate || k > 0) ? 1 : 0);
+  mma_At<0>(acc, a, a_col0, b, accumulate);
 }
 template <typename T, int R, int N, int K, int SWB>
 __device__ __forceinline__ void mma_AB(rt<float, R, N>& acc, const rt<T, R, K>& a, const st<T, K, N, SWB>& b,
