@@ -248,13 +248,68 @@ def fused(seqs="1024,4096,16384"):
                    max_diff={n: [float((a - b).abs().max()) for a, b in zip(gr, grads["split"])] for n, gr in grads.items()})
 
 
+# schedule choices of the warp-specialized lowering, on top of what the backend launches (config + SCHEDULES)
+FOLD = {"base": {}, "nofold": {"fold": False}, "noearly": {"early_release": False},
+        "old": {"fold": False, "early_release": False}}
+
+
+def schedule(seqs="512,1024,4096,16384"):
+    """Session 13: the scale folded into the exponent and early one-shot releases, each turned off,
+    for the forward, dQ and dK/dV kernels as launched."""
+    import torch
+    from tiles import backends
+    from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
+    from tiles.kernels import attention_bwd_dkdv, attention_bwd_dq, attention_bwd_prep, attention_fwd
+    hop = backends.get("hopper")
+    for D in (128, 64):
+        for causal in (False, True):
+            for S in map(int, seqs.split(",")):
+                B, H = 16384 // S, 2048 // D
+                shape = dict(D=D, causal=causal, S=S, B=B, H=H)
+                f = 4 * B * H * S * S * D / (2 if causal else 1)
+                sets = []
+                for i in range(3):
+                    g = torch.Generator(device="cuda").manual_seed(i)
+                    q, k, v, do = (torch.randn(B, S, H, D, device="cuda", generator=g).bfloat16() for _ in range(4))
+                    o, lse = torch.empty_like(q), torch.empty(B, H, S, device="cuda")
+                    hop.launch(attention_fwd, q, k, v, o, lse, D ** -0.5, causal=causal, D=D,
+                               **W.config("attention_fwd", D=D))
+                    delta = torch.empty(B, H, S, device="cuda")
+                    hop.launch(attention_bwd_prep, o, do, delta, D=D)
+                    sets.append(dict(q=q, k=k, v=v, do=do, o=torch.empty_like(q), lse=lse, lse2=torch.empty_like(lse),
+                                     delta=delta, dq=torch.empty_like(q), dk=torch.empty_like(k), dv=torch.empty_like(v)))
+
+                def args(kname, s):
+                    if kname == "attention_fwd":
+                        return attention_fwd, (s["q"], s["k"], s["v"], s["o"], s["lse2"]), ["o", "lse2"]
+                    if kname == "attention_bwd_dq":
+                        return attention_bwd_dq, (s["q"], s["k"], s["v"], s["do"], s["lse"], s["delta"], s["dq"]), ["dq"]
+                    return (attention_bwd_dkdv, (s["q"], s["k"], s["v"], s["do"], s["lse"], s["delta"], s["dk"], s["dv"]),
+                            ["dk", "dv"])
+
+                for kname, flops in (("attention_fwd", f), ("attention_bwd_dq", 1.5 * f), ("attention_bwd_dkdv", 2 * f)):
+                    # dK/dV reads its one-shot K, V across the query-head loop: nothing to release early
+                    variants = FOLD if kname != "attention_bwd_dkdv" else {n: FOLD[n] for n in ("base", "nofold")}
+
+                    def make(name, i, kname=kname, variants=variants):
+                        kfn, a, _ = args(kname, sets[i])
+                        opts = {**(W.SCHEDULES.get((kname, D)) or {}), **variants[name]}
+                        return W.prepare(kfn, *a, D ** -0.5, causal=causal, D=D, options=opts,
+                                         **W.config(kname, D=D))
+                    _sweep(kname.replace("attention_", ""), shape, flops, variants, make,
+                           lambda i, kname=kname: [sets[i][n] for n in args(kname, sets[i])[2]])
+                sets.clear()
+                torch.cuda.empty_cache()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default="bwd,fwd,ln")
     ap.add_argument("--seqs", default="1024,4096", help="sequence lengths of the bwd part")
     args = ap.parse_args()
     for part in args.only.split(","):
-        {"bwd": lambda: bwd(args.seqs), "fwd": fwd, "ln": ln, "autograd": autograd, "fused": fused}[part]()
+        {"bwd": lambda: bwd(args.seqs), "fwd": fwd, "ln": ln, "autograd": autograd, "fused": fused,
+         "schedule": lambda: schedule(args.seqs)}[part]()
 
 
 if __name__ == "__main__":

@@ -137,7 +137,7 @@ def test_source_is_the_ir_op_by_op():
     # every op of the pipelined loop appears as its IR comment followed by an ops.h call
     for ir_op, call in [("mma(s, q, kt, tb=True, accumulate=False)", "mma_ABt(s, S.q, wg_row0, S.kt[pos.stage], false);"),
                         ("mma(o, p, vt, accumulate=True)", "if (held >= 0) mma_AB(o, p, S.vt[held], true);"),
-                        ("row_max(m_new, s, m)", "row_max(m_new, s, m);"),
+                        ("row_max(m_new, s, m)", "row_max_scaled(m_new, s, (scale * 1.4426950408889634f), m);"),
                         ("mask_causal(s, row0=pid0 * 128", "mask_causal(s, pid0 * 128 + wg_row0, kb * 128, K_shape1 - Q_shape1"),
                         ("store(L[pid2, pid1, :], alpha", "store(L + pid2 * L_stride0 + pid1 * L_stride1, L_stride2")]:
         assert f"// {ir_op}" in src, ir_op
@@ -257,7 +257,7 @@ def test_bwd_dkdv_holds_scores_transposed(D):
                  "mask_rows(s, pid0 * 128 + wg_row0, K_shape1, -INFINITY);",
                  "mask_causal_transposed(s, kb * 64, pid0 * 128 + wg_row0, K_shape1 - Q_shape1, -INFINITY);",
                  "mask_cols(s, kb * 64, Q_shape1, 0.0f);",
-                 "sub_col(s, s, lse);", "sub_col(dp, dp, delta);",
+                 "exp2_scaled_col(s, s, (scale * 1.4426950408889634f), lse);", "sub_col(dp, dp, delta);",
                  "(pid1 * (Q_shape2 / K_shape2) + i) * L_stride1",  # compound view index in parentheses
                  "const int pid0 = prog / (grid1 * grid2)"]:  # key block 0 (most query blocks) first
         assert line in src, line

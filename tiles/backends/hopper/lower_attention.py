@@ -151,7 +151,7 @@ class WarpSpecializedLowering(Lowering):
             rows = self.stored(mmas[0].outs[0])[0]
             self.consumers = rows // 64 if rows in (128, 192) else (2 if rows % 128 == 0 else 1)
         # launch-time overrides (benchmark variants): stages, consumers, pingpong
-        known = {"stages", "consumers", "pingpong", "rotate", "hoist", "persistent", "order"}
+        known = {"stages", "consumers", "pingpong", "rotate", "hoist", "persistent", "order", "fold", "early_release"}
         unknown = set(self.options) - known
         if unknown:
             self._fail(f"unknown options {sorted(unknown)} (known: {sorted(known)})")
@@ -412,6 +412,11 @@ class WarpSpecializedLowering(Lowering):
         if release and any(g.stage == "held" for g in retired):
             lines.append(f"{pad}if (held >= 0) release(S.ring.empty[held]), held = -1;  // its last reader retired")
         pending[:] = keep
+        for t in {t for g in retired for t in g.reads if id(t) in self.early}:
+            if self.in_loop_body and not any(t in g.reads for g in keep):
+                i = self.sym_name(self.loop.index)
+                lines.append(f"{pad}if ({i} + 1 == {self.loop_stop}) release(S.once_empty[{self.early[id(t)]}]);  "
+                             f"// {t.name} is read no more this tile: the next one loads under the rest")
 
     def op_line(self, n: ir.Op) -> str:
         v = self.var
@@ -552,6 +557,13 @@ class WarpSpecializedLowering(Lowering):
             if n.name == "load_async":
                 continue
             note = "  [hoisted: issued early so it runs under the ops before its first use]" if n in self.hoisted else ""
+            fold = self.fold.get(id(n))
+            if fold is not None and fold[0] == "skip":
+                lines.append(f"{pad}// {ir.format_op(n)}  [folded into {fold[1]}]")
+                continue
+            if fold is not None:
+                note = ("  [the maximum before the scale, scaled once a row]" if n.name == "row_max"
+                        else "  [with the mul above and the exp2 below: one FFMA and one EX2 an element]")
             lines.append(f"{pad}// {ir.format_op(n)}{note}")
             if n.name == "wait":
                 kind, _ = self.tokens[n.attrs["tokens"][0]]
@@ -582,8 +594,16 @@ class WarpSpecializedLowering(Lowering):
                     lines.append(f"{pad}arch::bar_arrive(2 - cw, 256);  // the other warpgroup's turn")
                 continue
             self.wait_for(_tiles_of(n), pending, lines, pad)
-            lines.append(pad + self.op_line(n))
+            lines.append(pad + (self.folded_line(n, fold[1]) if fold is not None else self.op_line(n)))
         return lines
+
+    def folded_line(self, n: ir.Op, scale) -> str:
+        """row_max / sub_row with the scale plan_fold took out of the mul before them."""
+        v, c = self.var, self.fexpr(scale)
+        if n.name == "row_max":
+            return f"row_max_scaled({v(n.outs[0])}, {v(n.ins[0])}, {c}, {v(n.ins[1])});"
+        form = "col" if n.outs[0] in self.flipped else "row"  # a tile held transposed: its rows are our columns
+        return f"exp2_scaled_{form}({v(n.outs[0])}, {v(n.ins[0])}, {c}, {v(n.ins[1])});"
 
     def store_shared(self, n: ir.Op, pending: List[_Group], pad: str) -> List[str]:
         """Registers → a shared tile every consumer warpgroup writes its rows of and an mma then reads
@@ -668,16 +688,22 @@ class WarpSpecializedLowering(Lowering):
                 out.append(f"{ip}pos.advance();")
             return out
 
+        stop = self.expr(n.stop)
+        if main and self.early:  # the last iteration releases the early one-shot tiles
+            lines.append(f"{pad}const int {self.sym_name(n.index)}_stop = {stop};")
+            stop = self.loop_stop = f"{self.sym_name(n.index)}_stop"
+        outer, self.in_loop_body = self.in_loop_body, main
         first: List[_Group] = []
         body(first)
         state = [_Group(g.acc, g.a_reg, g.stage, g.reads) for g in first]
         text = body(state)
+        self.in_loop_body = outer
         i = self.sym_name(n.index)
         if main and self.pingpong and self.deferred is not None:
             lines.append(f"{pad}if (cw == 1) arch::bar_arrive(1, 256);  // warpgroup 0 takes the first turn")
         elif main and self.pingpong:
             lines.append(f"{pad}if (cw == 1) arch::bar_sync(2, 256);  // warpgroup 0 takes the first turn")
-        lines.append(f"{pad}for (int {i} = {self.expr(n.start)}; {i} < {self.expr(n.stop)}; ++{i}) {{")
+        lines.append(f"{pad}for (int {i} = {self.expr(n.start)}; {i} < {stop}; ++{i}) {{")
         lines += text
         lines.append(f"{pad}}}")
         pending[:] = state
@@ -695,7 +721,11 @@ class WarpSpecializedLowering(Lowering):
             # the top-level statement that holds the pipelined loop: the one-shot tiles are read no more
             self.wait_for([g.acc for g in pending], pending, lines, pad)
             for i, o in enumerate(self.once):
-                lines.append(f"{pad}release(S.once_empty[{i}]);  // {o.outs[0].name} is read no more this tile")
+                if id(o.outs[0]) in self.early:
+                    lines.append(f"{pad}if ({self.loop_stop} <= {self.expr(self.loop.start)}) release(S.once_empty[{i}]);  "
+                                 f"// no iteration released {o.outs[0].name}")
+                else:
+                    lines.append(f"{pad}release(S.once_empty[{i}]);  // {o.outs[0].name} is read no more this tile")
         return lines
 
     def plan_hoist(self) -> None:
@@ -763,6 +793,67 @@ class WarpSpecializedLowering(Lowering):
             return
         self.deferred, self.deferred_after = last, first
 
+    def plan_fold(self) -> None:
+        """FlashAttention-3's softmax arithmetic. In the main loop, `mul(s, s, c)` followed (past masks
+        to -inf and a `row_max(m, s, init)`) by `sub_row(s, s, v)`, `exp2(s, s)` becomes one FFMA and
+        one EX2 an element (ops.h `exp2_scaled_row`), and the row maximum is taken before scaling and
+        scaled once a row (`row_max_scaled`): one FMUL an element less. Exact only for c > 0, so the
+        lowering records c (Lowered.notes["positive"]) and the launcher lowers without the fold
+        (option fold=False) when c ≤ 0 at a launch."""
+        self.fold: Dict[int, tuple] = {}
+        self.positive: List[object] = []
+        if not self.options.get("fold", True):
+            return
+        body = self.loop_body
+        for i, n in enumerate(body):
+            if not (isinstance(n, ir.Op) and n.name == "mul" and n.outs[0].kind == "reg"
+                    and n.ins[0] is n.outs[0] and not isinstance(n.ins[1], ir.Tile)):
+                continue
+            s, c = n.outs[0], n.ins[1]
+            plan = {}
+            for j in range(i + 1, len(body) - 1):
+                x = body[j]
+                if not isinstance(x, ir.Op) or x in self.hoisted or x is self.deferred:
+                    if isinstance(x, ir.Op) and s not in _tiles_of(x):
+                        continue  # an mma issued early that does not touch s
+                    break
+                if x.name in ("mask_cols", "mask_rows", "mask_causal") and x.outs[0] is s:
+                    v = x.attrs["value"]
+                    if isinstance(v, ir.Const) and v.value == -math.inf:
+                        continue
+                    break
+                if x.name == "row_max" and len(x.ins) == 2 and x.ins[0] is s:
+                    plan[id(x)] = ("row_max_scaled", c)
+                    continue
+                e = body[j + 1]
+                if (x.name == "sub_row" and x.ins[0] is s and x.outs[0] is s and isinstance(e, ir.Op)
+                        and e.name == "exp2" and e.ins[0] is s and e.outs[0] is s):
+                    plan[id(x)] = ("exp2_scaled", c)
+                    plan[id(n)] = ("skip", "the exp2_scaled below")
+                    plan[id(e)] = ("skip", "the exp2_scaled above")
+                    self.fold.update(plan)
+                    self.positive.append(c)
+                    break
+                if s in _tiles_of(x):
+                    break
+
+    def plan_early_release(self) -> None:
+        """One-shot tiles read only by the main loop's mmas that also read a ring stage (so each
+        such wgmma retires within its iteration) are released in the loop's last iteration, right
+        after the last one retires, instead of after the loop: the producer loads the next program's
+        copy under this program's last softmax and epilogue (persistent kernels only). A loop with
+        no iterations releases after it, as before."""
+        self.early: Dict[int, int] = {}  # id(one-shot tile) -> its once_empty barrier
+        if not self.options.get("early_release", True) or not self.persistent or self.loop not in self.k.body:
+            return
+        ops = [x for x in self.k.walk() if isinstance(x, ir.Op)]
+        for i, o in enumerate(self.once):
+            t = o.outs[0]
+            readers = [x for x in ops if x is not o and t in _tiles_of(x)]
+            if readers and all(x.name == "mma" and x in self.loop_body and any(r in self.ring for r in x.ins)
+                               for x in readers):
+                self.early[id(t)] = i
+
     # ------------------------------------------------------------------ rendering
     def lower(self) -> Lowered:
         self.analyse()
@@ -778,6 +869,9 @@ class WarpSpecializedLowering(Lowering):
             self.hoisted, self.loop_body = [], list(self.loop.body)
             loop_mmas = [x for x in self.loop_body if isinstance(x, ir.Op) and x.name == "mma"]
             self.plan_rotation(loop_mmas)
+        self.plan_fold()
+        self.plan_early_release()
+        self.in_loop_body = False
         if self.pingpong:
             if self.consumers != 2 or len(loop_mmas) < 2:
                 self._fail("PingPong takes two consumer warpgroups and at least two mma in the pipelined loop")
@@ -801,7 +895,7 @@ class WarpSpecializedLowering(Lowering):
         shared = []
         for t in k.tiles:
             if t.kind == "shared":
-                n = f"[STAGES]" if t in self.ring else ""
+                n = "[STAGES]" if t in self.ring else ""
                 r, c = self.stored(t)
                 how = f", held transposed ({r}x{c})" if t in self.flipped else ""
                 shared.append(f"st<{CTYPE[t.dtype.name]}, {r}, {c}> {self.var(t)[2:].split('[')[0]}{n};  // {t.type_str()}{how}")
@@ -830,7 +924,7 @@ class WarpSpecializedLowering(Lowering):
         name = "tiles_{}_hopper_{}_{}_s{}c{}{}".format(
             k.name, "_".join(f"{a}{int(v) if isinstance(v, bool) else v}" for a, v in k.constexprs.items()),
             k.params[0].dtype.name, self.stages, self.consumers,
-            ("pp" if self.pingpong else "") + ("rot" if self.deferred is not None else "") + ("h" if self.hoisted else "") + ("" if self.persistent else "np"))
+            ("pp" if self.pingpong else "") + ("rot" if self.deferred is not None else "") + ("h" if self.hoisted else "") + ("" if self.persistent else "np") + ("f" if self.fold else ""))
         ctx = dict(name=name, ir_text=k.text(), ir_name=k.name, pattern=k.pattern.describe(), BM=BM,
                    WG_ROWS=self.WG_ROWS, consumers=self.consumers, stages=self.stages, pingpong=self.pingpong,
                    n_once=max(1, len(self.once)), shared=shared, sig=sig, decls=decls, producer=producer,
@@ -852,7 +946,7 @@ class WarpSpecializedLowering(Lowering):
                        block=(128 * (1 + self.consumers), 1, 1), shared_bytes=self.smem_bytes, args=args,
                        headers=header_files(str(runtime.INCLUDE_DIR)),
                        notes={"grid": k.grid, "template_version": runtime.TEMPLATE_VERSION,
-                              "persistent": self.persistent,
+                              "persistent": self.persistent, "positive": self.positive,
                               "consumers": self.consumers, "stages": self.stages})
 
     # ------------------------------------------------------------------ launching
@@ -905,10 +999,9 @@ class WarpSpecializedLowering(Lowering):
     def _prepare(cls, kfn, *args, options: Optional[dict] = None, **kwargs):
         bound = kfn.bind(*args, **kwargs)
         k = kfn.trace(*args, **kwargs)
-        key = (id(k), tuple(sorted((options or {}).items())))  # traces are cached per specialization
-        low = cls._lowered_cache.get(key)
-        if low is None:
-            low = cls._lowered_cache[key] = cls(k, ARCH, **(options or {})).lower()
+        low = cls._lowering(k, options)
+        if not cls.folds_hold(low, bound):  # the softmax's scale is not positive at this launch
+            low = cls._lowering(k, {**(options or {}), "fold": False})
         tensors = {p.name: bound.arguments[p.name] for p in k.params}
         copies = []
         # TMA needs 16-byte aligned outer strides: a stride-0 broadcast or an odd stride gets a copy
@@ -973,6 +1066,27 @@ class WarpSpecializedLowering(Lowering):
 
         go.lowered, go.copies = low, copies
         return go
+
+    @classmethod
+    def _lowering(cls, k: ir.Kernel, options: Optional[dict]) -> Lowered:
+        key = (id(k), tuple(sorted((options or {}).items())))  # traces are cached per specialization
+        low = cls._lowered_cache.get(key)
+        if low is None:
+            low = cls._lowered_cache[key] = cls(k, ARCH, **(options or {})).lower()
+        return low
+
+    @staticmethod
+    def folds_hold(low: Lowered, bound) -> bool:
+        """Whether every scale plan_fold moved into an exponent is positive (and finite) for these
+        arguments: only then is the folded kernel exact."""
+        if not low.notes.get("positive"):
+            return True
+        env = {sc.name: float(bound.arguments[sc.name]) for sc in low.kernel.scalars}
+        for P in low.kernel.params:
+            t = bound.arguments[P.name]
+            env.update({d.name: int(t.shape[i]) for i, d in enumerate(P.dims)})
+        values = [float(ir.evaluate(c, env)) for c in low.notes["positive"]]
+        return all(0 < v < math.inf for v in values)
 
     @classmethod
     def launch(cls, backend, kfn, *args, **kwargs):

@@ -144,9 +144,37 @@ template <int R, int C> __device__ __forceinline__ void sub_row(rt<float, R, C>&
 template <int R, int C> __device__ __forceinline__ void mul_row(rt<float, R, C>& d, const rt<float, R, C>& t, const rv<R>& v) {
   map_row(d, t, v, [](float x, float y) { return x * y; });
 }
-// Safe division: a row whose divisor is 0 (fully masked attention row) becomes 0, not NaN.
+// Safe division: a row whose divisor is 0 (fully masked attention row) becomes 0, not NaN. One
+// reciprocal a row and a multiply an element: a division an element is a dozen instructions and a
+// slow-path call (FCHK), 64 of them in each warpgroup's attention epilogue.
+template <int R> __device__ __forceinline__ rv<R> safe_reciprocal(const rv<R>& v) {
+  rv<R> q;
+#pragma unroll
+  for (int s = 0; s < v.slices; ++s)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) q.v[s][h] = v.v[s][h] == 0.f ? 0.f : __frcp_rn(v.v[s][h]);
+  return q;
+}
 template <int R, int C> __device__ __forceinline__ void div_row(rt<float, R, C>& d, const rt<float, R, C>& t, const rv<R>& v) {
-  map_row(d, t, v, [](float x, float y) { return y == 0.f ? 0.f : x / y; });
+  map_row(d, t, safe_reciprocal(v), [](float x, float q) { return q == 0.f ? 0.f : x * q; });
+}
+
+// The softmax's scale folded into its exponent, FlashAttention-3's arithmetic: d = 2^(scale·t − v[r]),
+// one FFMA and one MUFU.EX2 an element where scaling first costs an FMUL more. The row maximum is then
+// taken before scaling: v = max(init, scale · max_c t). Both are exact reorderings only for scale > 0
+// (a positive scale commutes with max, and keeps a mask's -inf at -inf); the lowering folds only
+// when the launcher has checked that (WarpSpecializedLowering.plan_fold).
+template <int R, int C>
+__device__ __forceinline__ void exp2_scaled_row(rt<float, R, C>& d, const rt<float, R, C>& t, float scale, const rv<R>& v) {
+  map_row(d, t, v, [scale](float x, float y) { return arch::exp2(fmaf(x, scale, -y)); });
+}
+template <int R, int C>
+__device__ __forceinline__ void row_max_scaled(rv<R>& v, const rt<float, R, C>& t, float scale, const rv<R>& init) {
+  rv<R> r;
+  row_reduce<true>(r, t);
+#pragma unroll
+  for (int s = 0; s < v.slices; ++s)
+    v.v[s][0] = fmaxf(r.v[s][0] * scale, init.v[s][0]), v.v[s][1] = fmaxf(r.v[s][1] * scale, init.v[s][1]);
 }
 
 // ================================================================ column broadcasts (cv, one value per tile column)
@@ -177,6 +205,11 @@ template <int R, int C> __device__ __forceinline__ void mul_col(rt<float, R, C>&
 }
 template <int R, int C> __device__ __forceinline__ void div_col(rt<float, R, C>& d, const rt<float, R, C>& t, const cv<C>& v) {
   map_col(d, t, v, [](float x, float y) { return y == 0.f ? 0.f : x / y; });
+}
+// exp2_scaled_row's form for a tile held transposed: d = 2^(scale·t − v[c])
+template <int R, int C>
+__device__ __forceinline__ void exp2_scaled_col(rt<float, R, C>& d, const rt<float, R, C>& t, float scale, const cv<C>& v) {
+  map_col(d, t, v, [scale](float x, float y) { return arch::exp2(fmaf(x, scale, -y)); });
 }
 
 // ================================================================ masks (tile element (r, c) sits at (row0 + r, col0 + c))

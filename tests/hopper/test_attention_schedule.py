@@ -1,0 +1,96 @@
+"""Two schedule choices of the Hopper attention lowering, on the CPU (the source) and on the H200 (the
+answers): the softmax's scale folded into its exponent, which is exact only for a positive scale and
+so is checked at every launch, and one-shot tiles released in the loop's last iteration."""
+from __future__ import annotations
+
+import math
+import pathlib
+import sys
+
+import pytest
+import torch
+
+from tiles.backends.hopper.lower_attention import WarpSpecializedLowering
+from tiles.kernels import attention_fwd
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from test_attention_lower import _lower, _meta  # noqa: E402
+
+SCALE = "(scale * 1.4426950408889634f)"
+
+
+def test_scale_is_folded_into_the_exponent():
+    low = _lower(D=128, causal=True)
+    src = low.source.split("consumers: everything else")[1]  # past the IR listing in the header comment
+    assert f"row_max_scaled(m_new, s, {SCALE}, m);" in src
+    assert f"exp2_scaled_row(s, s, {SCALE}, m_new);" in src
+    assert "  mul(s, s," not in src and "  exp2(s, s);" not in src
+    assert "// mul(s, s, scale * 1.4426950408889634)  [folded into the exp2_scaled below]" in src
+    assert len(low.notes["positive"]) == 1
+    plain = _lower(D=128, causal=True, options={"fold": False})
+    assert f"mul(s, s, {SCALE});" in plain.source and "row_max(m_new, s, m);" in plain.source
+    assert "exp2(s, s);" in plain.source and "_scaled" not in plain.source
+    assert plain.notes["positive"] == [] and plain.entry != low.entry
+
+
+@pytest.mark.parametrize("kernel,form", [("dq", "row"), ("dkdv", "col")])
+def test_backward_folds_its_probabilities(kernel, form):
+    # P = 2^(scale·log2(e)·S − LSE·log2(e)): no row maximum; the transposed dK/dV tiles take the column form
+    src = _lower(D=128, causal=True, kernel=kernel, launched=True).source
+    assert f"exp2_scaled_{form}(s, s, {SCALE}, lse);" in src
+
+
+def test_fold_is_checked_against_the_launch_arguments():
+    low = _lower(D=64, causal=False)
+    q, kv = _meta(2, 100, 4, 64), _meta(2, 100, 2, 64)
+    lse = _meta(2, 4, 100, dtype=torch.float32)
+    for scale, holds in [(0.125, True), (1e-30, True), (-0.125, False), (0.0, False), (math.nan, False),
+                         (math.inf, False)]:
+        bound = attention_fwd.bind(q, kv, kv, q, lse, scale, causal=False, D=64)
+        assert WarpSpecializedLowering.folds_hold(low, bound) is holds, scale
+
+
+def test_one_shot_tiles_are_released_in_the_last_iteration():
+    src = _lower(D=128, causal=True).source
+    assert "const int kb_stop = " in src
+    assert "if (kb + 1 == kb_stop) release(S.once_empty[0]);" in src  # q, after S = Q Kᵀ retires
+    assert "if (kb_stop <= 0) release(S.once_empty[0]);" in src  # a program with no key block
+    assert src.count("release(S.once_empty[0])") == 2
+    dq = _lower(D=128, causal=True, kernel="dq", launched=True).source
+    assert "if (kb + 1 == kb_stop) release(S.once_empty[1]);" in dq  # dO, after dP = dO Vᵀ retires
+    # K, V of dK/dV are read across the query-head loop around the pipelined loop: released after it
+    dkdv = _lower(D=128, causal=True, kernel="dkdv", launched=True).source
+    assert "kb_stop" not in dkdv and "release(S.once_empty[0]);  // kt is read no more" in dkdv
+    # not persistent: nothing to release
+    assert "once_empty" not in _lower(D=128, causal=True, options={"persistent": False}).source.split("consumers:")[1]
+    late = _lower(D=128, causal=True, options={"early_release": False}).source
+    assert "kb_stop" not in late and "release(S.once_empty[0]);  // q is read no more this tile" in late
+
+
+def _gpu():
+    from tiles import backends
+    ok, why = backends.get("hopper").available()
+    if not (ok and torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)):
+        pytest.skip(f"needs an sm_90 GPU with the hopper backend ({why or 'no sm_90 device'})")
+    return backends.get("hopper")
+
+
+@pytest.mark.parametrize("scale", [0.09, -0.09, 0.0])
+def test_forward_of_any_scale_sign_on_the_gpu(scale):
+    """The kernel launched directly (tiles.attention itself takes only scale > 0): a scale that is
+    not positive runs the unfolded lowering, and every answer meets the float64 rule."""
+    be = _gpu()
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "portability"))
+    from reference import check_attention_fwd
+
+    g = torch.Generator().manual_seed(5)
+    B, S, H, Hkv, D = 2, 333, 4, 2, 128
+    q = torch.randn(B, S, H, D, generator=g).bfloat16().cuda()
+    k, v = (torch.randn(B, S, Hkv, D, generator=g).bfloat16().cuda() for _ in range(2))
+    for causal in (False, True):
+        out, lse = torch.full_like(q, math.nan), torch.full((B, H, S), math.nan, device="cuda")
+        go = WarpSpecializedLowering.prepare(attention_fwd, q, k, v, out, lse, scale, causal=causal, D=D)
+        assert bool(go.lowered.notes["positive"]) == (scale > 0)
+        be.launch(attention_fwd, q, k, v, out, lse, scale, causal=causal, D=D)
+        torch.cuda.synchronize()
+        check_attention_fwd(out, lse, q, k, v, causal, scale)
