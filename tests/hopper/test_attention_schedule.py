@@ -94,3 +94,47 @@ def test_forward_of_any_scale_sign_on_the_gpu(scale):
         be.launch(attention_fwd, q, k, v, out, lse, scale, causal=causal, D=D)
         torch.cuda.synchronize()
         check_attention_fwd(out, lse, q, k, v, causal, scale)
+
+
+def test_causal_walk_pairs_programs_in_l2_windows():
+    src = _lower(D=128, causal=True).source
+    assert "const int window = int_max(1, (int)(16LL * 1024 * 1024 / (streamed > 0 ? streamed : 1)));" in src
+    assert "const long long streamed = 65536LL * (int_max(int_min(ceil_div(K_shape1, 128), ceil_div((grid0 - 1) * 128" in src
+    assert src.count("for (int slot = 0, done = 0;; ++slot) {") == 2  # the producer and the consumers alike
+    assert "const int pid0 = slot & 1 ? level : grid0 - 1 - level" in src
+    # not causal: program 0 fastest already keeps a head's programs together
+    assert "slot" not in _lower(D=128, causal=False).source
+    assert "slot" not in _lower(D=128, causal=True, options={"window": False}).source
+    # dK/dV streams Q, dO per query head inside a loop over the group's heads: not windowed
+    assert "slot" not in _lower(D=128, causal=True, kernel="dkdv", launched=True).source
+    assert "slot" in _lower(D=128, causal=True, kernel="dq", launched=True).source
+
+
+@pytest.mark.parametrize("D,S,H", [(128, 16384, 4), (64, 16192, 4), (128, 1000, 40)])
+def test_causal_walk_covers_every_program_on_the_gpu(D, S, H):
+    """Windows smaller than the heads (S = 16k: 2 heads a window), an odd level count (D = 64:
+    85 blocks of 192 rows) and more pairs than CTAs (S = 1000, 40 heads): every program runs once,
+    with the answer of the heavy-first walk to the bit (outputs poisoned first)."""
+    _gpu()
+    from tiles.kernels import attention_bwd_dq
+
+    g = torch.Generator(device="cuda").manual_seed(D + S)
+    q, k, v, do = (torch.randn(1, S, H, D, device="cuda", generator=g).bfloat16() for _ in range(4))
+    lse, delta = torch.randn(1, H, S, device="cuda", generator=g), torch.randn(1, H, S, device="cuda", generator=g)
+    cfg = WarpSpecializedLowering.config("attention_fwd", D=D)
+    outs = {}
+    for window in (True, False):
+        o, l2 = torch.full_like(q, math.nan), torch.full((1, H, S), math.nan, device="cuda")
+        go = WarpSpecializedLowering.prepare(attention_fwd, q, k, v, o, l2, D ** -0.5, causal=True, D=D,
+                                             options={"window": window}, **cfg)
+        assert ("slot" in go.lowered.source) == window
+        go()
+        dq = torch.full_like(q, math.nan)
+        dcfg = WarpSpecializedLowering.config("attention_bwd_dq", D=D)
+        opts = {**(WarpSpecializedLowering.SCHEDULES.get(("attention_bwd_dq", D)) or {}), "window": window}
+        WarpSpecializedLowering.prepare(attention_bwd_dq, q, k, v, do, lse, delta, dq, D ** -0.5, causal=True, D=D,
+                                        options=opts, **dcfg)()
+        torch.cuda.synchronize()
+        outs[window] = (o, l2, dq)
+    for a, b in zip(outs[True], outs[False]):
+        assert not a.isnan().any() and torch.equal(a, b)

@@ -58,7 +58,8 @@ ARCH = runtime.ARCH
 CTYPE = {"bf16": "bf16", "f16": "f16", "f32": "float"}
 SMEM_LIMIT = gemm_probe.SMEM_LIMIT
 RESERVED = {"S", "pos", "cw", "wg_row0", "held", "pid0", "pid1", "pid2", "smem_raw", "alloc", "map", "min", "max",
-            "prog", "it", "programs", "grid0", "grid1", "grid2", "release",
+            "prog", "it", "programs", "grid0", "grid1", "grid2", "release", "heads", "window", "w0", "in_w",
+            "slot", "done", "pair", "n_pairs", "per_head", "w_at", "level", "head", "streamed",
             # C++ keywords a tile name could collide with (attention's `do` tile)
             "do", "for", "if", "else", "while", "int", "float", "double", "char", "long", "short", "auto", "case",
             "const", "new", "delete", "this", "switch", "return", "break", "continue", "default", "static",
@@ -66,6 +67,7 @@ RESERVED = {"S", "pos", "cw", "wg_row0", "held", "pid0", "pid1", "pid2", "smem_r
             "operator", "private", "public", "protected", "friend", "virtual", "goto", "try", "catch", "throw",
             "signed", "unsigned", "void", "bool", "true", "false", "enum", "extern", "inline", "sizeof", "asm"}
 CMP = {"==", "!=", "<", "<=", ">", ">="}
+WINDOW_MB = 16  # L2 a window of heads may fill (the H200 has 50 MB, in two halves; others' data shares it)
 
 
 def _tiles_of(op: ir.Op) -> List[ir.Tile]:
@@ -103,7 +105,8 @@ class WarpSpecializedLowering(Lowering):
     def sym_name(self, s: ir.Sym) -> str:
         return s.name.replace(".", "_")
 
-    def expr(self, e) -> str:
+    def expr(self, e, names: Optional[Dict[str, str]] = None) -> str:
+        """C++ of an IR expression; `names` spells some symbols otherwise (a program id at a given value)."""
         e = ir.as_expr(e)
 
         def call(op, a, b):
@@ -111,7 +114,8 @@ class WarpSpecializedLowering(Lowering):
                 return "/"  # operands here are non-negative sizes and indices
             return self.int_call[op].format(a=a, b=b)
 
-        return ir.render(e, self.sym_name, call)
+        name = self.sym_name if not names else (lambda s: names.get(s.name, self.sym_name(s)))
+        return ir.render(e, name, call)
 
     def fexpr(self, e) -> str:
         """A float operand: literals get an f suffix so the arithmetic stays in fp32."""
@@ -151,7 +155,8 @@ class WarpSpecializedLowering(Lowering):
             rows = self.stored(mmas[0].outs[0])[0]
             self.consumers = rows // 64 if rows in (128, 192) else (2 if rows % 128 == 0 else 1)
         # launch-time overrides (benchmark variants): stages, consumers, pingpong
-        known = {"stages", "consumers", "pingpong", "rotate", "hoist", "persistent", "order", "fold", "early_release"}
+        known = {"stages", "consumers", "pingpong", "rotate", "hoist", "persistent", "order", "fold", "early_release",
+                 "window"}
         unknown = set(self.options) - known
         if unknown:
             self._fail(f"unknown options {sorted(unknown)} (known: {sorted(known)})")
@@ -854,6 +859,35 @@ class WarpSpecializedLowering(Lowering):
                                for x in readers):
                 self.early[id(t)] = i
 
+    def plan_window(self) -> None:
+        """The persistent walk of a causal grid, for L2. With program 0 slowest (heavy first), the
+        programs of one head (same program ids 1, 2) are a grid's worth apart, and at short sequences
+        each re-reads its head's streamed tiles from memory (estimated ~1.8x the bytes of the
+        non-causal walk at S = 512). Instead, the programs at the two ends of program 0 (levels a and
+        grid0 - 1 - a) make a pair of about equal work; pairs are dealt round-robin (balanced as well
+        as heavy-first, bench/hopper_notes.md), ordered in windows of whole heads whose streamed tiles
+        fit in WINDOW_MB of L2. Applies when the streamed tiles do not depend on program 0 and the
+        loop's trip count not on programs 1, 2 (option window=False: the heavy-first walk)."""
+        self.window_bytes = None
+        if not (self.persistent and self.order == "heavy_first" and self.options.get("window", True)):
+            return
+        if self.loop not in self.k.body:  # nested in another loop: its trips multiply the stream
+            return
+        loads = [x for x in self.loop.body if isinstance(x, ir.Op) and x.name == "load_async"]
+        exprs = [ix for o in loads for ix in o.ins[0].index if ix is not None]
+        exprs += [o.attrs[a] for o in loads for a in ("row", "col")]
+        if any(x.kind == "pid" and x.name == "pid0" for e in exprs for x in ir.symbols(e)):
+            return
+        if any(x.kind == "pid" and x.name != "pid0" for e in (self.loop.start, self.loop.stop) for x in ir.symbols(e)):
+            return
+        heavy = {"pid0": "(grid0 - 1)" if self.reverse else "0"}
+        trips = self.expr(self.loop.stop, heavy)
+        if ir.symbols(self.loop.start) or ir.evaluate(ir.as_expr(self.loop.start), {}) != 0:
+            trips = f"{trips} - ({self.expr(self.loop.start, heavy)})"
+        stage = sum(t.numel * t.dtype.bytes for t in self.ring)
+        self.window_bytes = f"{stage}LL * ({trips})"
+        self.window_note = " + ".join(t.name for t in self.ring) + f", {stage} bytes a stage"
+
     # ------------------------------------------------------------------ rendering
     def lower(self) -> Lowered:
         self.analyse()
@@ -871,6 +905,7 @@ class WarpSpecializedLowering(Lowering):
             self.plan_rotation(loop_mmas)
         self.plan_fold()
         self.plan_early_release()
+        self.plan_window()
         self.in_loop_body = False
         if self.pingpong:
             if self.consumers != 2 or len(loop_mmas) < 2:
@@ -924,14 +959,15 @@ class WarpSpecializedLowering(Lowering):
         name = "tiles_{}_hopper_{}_{}_s{}c{}{}".format(
             k.name, "_".join(f"{a}{int(v) if isinstance(v, bool) else v}" for a, v in k.constexprs.items()),
             k.params[0].dtype.name, self.stages, self.consumers,
-            ("pp" if self.pingpong else "") + ("rot" if self.deferred is not None else "") + ("h" if self.hoisted else "") + ("" if self.persistent else "np") + ("f" if self.fold else ""))
+            ("pp" if self.pingpong else "") + ("rot" if self.deferred is not None else "") + ("h" if self.hoisted else "") + ("" if self.persistent else "np") + ("f" if self.fold else "") + ("w" if self.window_bytes else ""))
         ctx = dict(name=name, ir_text=k.text(), ir_name=k.name, pattern=k.pattern.describe(), BM=BM,
                    WG_ROWS=self.WG_ROWS, consumers=self.consumers, stages=self.stages, pingpong=self.pingpong,
                    n_once=max(1, len(self.once)), shared=shared, sig=sig, decls=decls, producer=producer,
                    consumer=consumer, maps=[m for _, m, _, _ in params],
                    producer_regs=24 if self.consumers <= 2 else 32, consumer_regs=self.consumer_regs,
                    grid=[self.expr(g) for g in k.grid], persistent=self.persistent,
-                   order=self.order, reverse=self.reverse,
+                   order=self.order, reverse=self.reverse, window=self.window_bytes is not None,
+                   window_bytes=self.window_bytes, window_mb=WINDOW_MB, window_note=getattr(self, "window_note", ""),
                    transposed=", ".join(t.name for t in k.tiles if t.kind == "reg" and t in self.flipped),
                    col_vectors=", ".join(t.name for t in k.tiles if t.kind == "vec" and t in self.flipped))
         src = self.env.get_template("attention.cu.j2").render(**ctx)
