@@ -252,10 +252,11 @@ def fused(seqs="1024,4096,16384"):
 
 # schedule choices of the warp-specialized lowering, on top of what the backend launches (config + SCHEDULES)
 FOLD = {"base": {}, "nofold": {"fold": False}, "noearly": {"early_release": False}, "nowindow": {"window": False},
-        "old": {"fold": False, "early_release": False, "window": False}}
+        "nocont": {"continuous_turns": False},
+        "old": {"fold": False, "early_release": False, "window": False, "continuous_turns": False}}
 
 
-def schedule(seqs="512,1024,4096,16384"):
+def schedule(seqs="512,1024,4096,16384", only=None):
     """Session 13: the scale folded into the exponent and early one-shot releases, each turned off,
     for the forward, dQ and dK/dV kernels as launched."""
     import torch
@@ -291,7 +292,9 @@ def schedule(seqs="512,1024,4096,16384"):
 
                 for kname, flops in (("attention_fwd", f), ("attention_bwd_dq", 1.5 * f), ("attention_bwd_dkdv", 2 * f)):
                     # dK/dV reads its one-shot K, V across the query-head loop: nothing to release early
-                    variants = FOLD if kname != "attention_bwd_dkdv" else {n: FOLD[n] for n in ("base", "nofold")}
+                    variants = FOLD if kname != "attention_bwd_dkdv" else {n: FOLD[n] for n in ("base", "nofold", "nocont")}
+                    if only:
+                        variants = {n: v for n, v in variants.items() if n in only}
                     if not causal:  # the L2 windows are a causal walk's
                         variants = {n: v for n, v in variants.items() if n != "nowindow"}
 
@@ -309,11 +312,12 @@ def schedule(seqs="512,1024,4096,16384"):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default="bwd,fwd,ln")
-    ap.add_argument("--seqs", default="1024,4096", help="sequence lengths of the bwd part")
+    ap.add_argument("--seqs", default="1024,4096", help="sequence lengths of the bwd and schedule parts")
+    ap.add_argument("--variants", default="", help="schedule part: only these variants (and base)")
     args = ap.parse_args()
     for part in args.only.split(","):
         {"bwd": lambda: bwd(args.seqs), "fwd": fwd, "ln": ln, "autograd": autograd, "fused": fused,
-         "schedule": lambda: schedule(args.seqs)}[part]()
+         "schedule": lambda: schedule(args.seqs, set(args.variants.split(",")) | {"base"} if args.variants else None)}[part]()
 
 
 if __name__ == "__main__":

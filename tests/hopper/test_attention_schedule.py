@@ -138,3 +138,20 @@ def test_causal_walk_covers_every_program_on_the_gpu(D, S, H):
         outs[window] = (o, l2, dq)
     for a, b in zip(outs[True], outs[False]):
         assert not a.isnan().any() and torch.equal(a, b)
+
+
+def test_turns_run_on_across_programs():
+    """PingPong with the rotation: warpgroup 0 gets the first turn once, every run of the loop ends with
+    each warpgroup handing the turn over, and warpgroup 0 takes the last hand-over after the programs."""
+    src = _lower(D=128, causal=True).source
+    body = src.split("consumers: everything else")[1]
+    first = "if (cw == 1) arch::bar_arrive(1, 256);  // warpgroup 0 takes the first turn"
+    assert body.count(first) == 1 and body.index(first) < body.index("for (int slot")
+    assert body.count("arch::bar_arrive(2 - cw, 256);") == 2  # after this iteration's turn, and after the last
+    assert body.rstrip().endswith("if (cw == 0) arch::bar_sync(1, 256);  // warpgroup 1's last hand-over: no barrier "
+                                  "left half-arrived\n  }\n}")
+    old = _lower(D=128, causal=True, options={"continuous_turns": False}).source.split("consumers: everything else")[1]
+    assert "if (cw == 0) arch::bar_arrive(2, 256);  // warpgroup 1's last turn" in old
+    assert old.index(first) > old.index("for (int slot") and "hand-over" not in old
+    # three consumer warpgroups (D = 64) take no turns
+    assert "bar_arrive" not in _lower(D=64, causal=True, launched=True).source

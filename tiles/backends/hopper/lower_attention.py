@@ -156,7 +156,7 @@ class WarpSpecializedLowering(Lowering):
             self.consumers = rows // 64 if rows in (128, 192) else (2 if rows % 128 == 0 else 1)
         # launch-time overrides (benchmark variants): stages, consumers, pingpong
         known = {"stages", "consumers", "pingpong", "rotate", "hoist", "persistent", "order", "fold", "early_release",
-                 "window"}
+                 "window", "continuous_turns"}
         unknown = set(self.options) - known
         if unknown:
             self._fail(f"unknown options {sorted(unknown)} (known: {sorted(known)})")
@@ -705,7 +705,8 @@ class WarpSpecializedLowering(Lowering):
         self.in_loop_body = outer
         i = self.sym_name(n.index)
         if main and self.pingpong and self.deferred is not None:
-            lines.append(f"{pad}if (cw == 1) arch::bar_arrive(1, 256);  // warpgroup 0 takes the first turn")
+            if not self.continuous:
+                lines.append(f"{pad}if (cw == 1) arch::bar_arrive(1, 256);  // warpgroup 0 takes the first turn")
         elif main and self.pingpong:
             lines.append(f"{pad}if (cw == 1) arch::bar_sync(2, 256);  // warpgroup 0 takes the first turn")
         lines.append(f"{pad}for (int {i} = {self.expr(n.start)}; {i} < {stop}; ++{i}) {{")
@@ -716,7 +717,10 @@ class WarpSpecializedLowering(Lowering):
             if self.pingpong:
                 lines.append(f"{pad}arch::bar_sync(1 + cw, 256);  // my turn on the tensor cores")
             lines += self.deferred_mma(pad, pending, "the last iteration's")
-            if self.pingpong:
+            if self.pingpong and self.continuous:
+                lines.append(f"{pad}arch::bar_arrive(2 - cw, 256);  // the other warpgroup's turn (warpgroup 0: its next "
+                             "program's first), while this one finishes")
+            elif self.pingpong:
                 lines.append(f"{pad}if (cw == 0) arch::bar_arrive(2, 256);  // warpgroup 1's last turn")
         elif main and self.pingpong:
             lines.append(f"{pad}if (cw == 0) arch::bar_arrive(2, 256);  // warpgroup 1's last turn")
@@ -906,6 +910,14 @@ class WarpSpecializedLowering(Lowering):
         self.plan_fold()
         self.plan_early_release()
         self.plan_window()
+        # PingPong with the rotation: the turns run on across the loop's runs and programs (the first is
+        # handed to warpgroup 0 once, before the first program): warpgroup 0 starts its next program's
+        # first mma while warpgroup 1 issues its last one and finishes, instead of after warpgroup 1's
+        # epilogue. Option continuous_turns=False: turns start afresh with every run of the loop.
+        self.continuous = bool(self.pingpong and self.deferred is not None and self.options.get("continuous_turns", True))
+        pre = ["if (cw == 1) arch::bar_arrive(1, 256);  // warpgroup 0 takes the first turn"] if self.continuous else []
+        post = ["if (cw == 0) arch::bar_sync(1, 256);  // warpgroup 1's last hand-over: no barrier left half-arrived"
+                ] if self.continuous else []
         self.in_loop_body = False
         if self.pingpong:
             if self.consumers != 2 or len(loop_mmas) < 2:
@@ -963,7 +975,7 @@ class WarpSpecializedLowering(Lowering):
         ctx = dict(name=name, ir_text=k.text(), ir_name=k.name, pattern=k.pattern.describe(), BM=BM,
                    WG_ROWS=self.WG_ROWS, consumers=self.consumers, stages=self.stages, pingpong=self.pingpong,
                    n_once=max(1, len(self.once)), shared=shared, sig=sig, decls=decls, producer=producer,
-                   consumer=consumer, maps=[m for _, m, _, _ in params],
+                   consumer=consumer, consumer_pre=pre, consumer_post=post, maps=[m for _, m, _, _ in params],
                    producer_regs=24 if self.consumers <= 2 else 32, consumer_regs=self.consumer_regs,
                    grid=[self.expr(g) for g in k.grid], persistent=self.persistent,
                    order=self.order, reverse=self.reverse, window=self.window_bytes is not None,
