@@ -252,11 +252,11 @@ def fused(seqs="1024,4096,16384"):
 
 # schedule choices of the warp-specialized lowering, on top of what the backend launches (config + SCHEDULES)
 FOLD = {"base": {}, "nofold": {"fold": False}, "noearly": {"early_release": False}, "nowindow": {"window": False},
-        "nocont": {"continuous_turns": False}, "q1": {"once_buffers": 1},
+        "nocont": {"continuous_turns": False},
         "old": {"fold": False, "early_release": False, "window": False, "continuous_turns": False}}
 
 
-def schedule(seqs="512,1024,4096,16384", only=None, dims=(128, 64)):
+def schedule(seqs="512,1024,4096,16384", only=None):
     """Session 13: the scale folded into the exponent and early one-shot releases, each turned off,
     for the forward, dQ and dK/dV kernels as launched."""
     import torch
@@ -264,7 +264,7 @@ def schedule(seqs="512,1024,4096,16384", only=None, dims=(128, 64)):
     from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
     from tiles.kernels import attention_bwd_dkdv, attention_bwd_dq, attention_bwd_prep, attention_fwd
     hop = backends.get("hopper")
-    for D in dims:
+    for D in (128, 64):
         for causal in (False, True):
             for S in map(int, seqs.split(",")):
                 B, H = 16384 // S, 2048 // D
@@ -292,7 +292,7 @@ def schedule(seqs="512,1024,4096,16384", only=None, dims=(128, 64)):
 
                 for kname, flops in (("attention_fwd", f), ("attention_bwd_dq", 1.5 * f), ("attention_bwd_dkdv", 2 * f)):
                     # dK/dV reads its one-shot K, V across the query-head loop: nothing to release early
-                    variants = FOLD if kname != "attention_bwd_dkdv" else {n: FOLD[n] for n in ("base", "nofold", "nocont", "q1")}
+                    variants = FOLD if kname != "attention_bwd_dkdv" else {n: FOLD[n] for n in ("base", "nofold", "nocont")}
                     if only:
                         variants = {n: v for n, v in variants.items() if n in only}
                     if not causal:  # the L2 windows are a causal walk's
@@ -314,12 +314,10 @@ def main():
     ap.add_argument("--only", default="bwd,fwd,ln")
     ap.add_argument("--seqs", default="1024,4096", help="sequence lengths of the bwd and schedule parts")
     ap.add_argument("--variants", default="", help="schedule part: only these variants (and base)")
-    ap.add_argument("--dims", default="128,64", help="schedule part: head dims")
     args = ap.parse_args()
     for part in args.only.split(","):
         {"bwd": lambda: bwd(args.seqs), "fwd": fwd, "ln": ln, "autograd": autograd, "fused": fused,
-         "schedule": lambda: schedule(args.seqs, set(args.variants.split(",")) | {"base"} if args.variants else None,
-                                      tuple(map(int, args.dims.split(","))))}[part]()
+         "schedule": lambda: schedule(args.seqs, set(args.variants.split(",")) | {"base"} if args.variants else None)}[part]()
 
 
 if __name__ == "__main__":

@@ -226,8 +226,7 @@ def test_bwd_dq_lowers_with_one_consumer(D):
     low = WarpSpecializedLowering(k).lower()
     assert low.notes["consumers"] == 1 and low.block == (256, 1, 1)
     src = low.source
-    do = "S.do_[ob]" if "const int ob = it & 1;" in src else "S.do_"  # two copies where shared memory allows
-    assert "load(lse, L + " in src and f"mma_ABt(dp, {do}, wg_row0, S.vt[pos.stage], false);" in src
+    assert "load(lse, L + " in src and "mma_ABt(dp, S.do_, wg_row0, S.vt[pos.stage], false);" in src
     assert "if (held >= 0) mma_AB(dq, dsp, S.kt[held], true);" in src
     c = runtime.compile_cuda(src, name=low.entry + ".cu", cache=False)
     res = c.resources.get(low.entry)
@@ -248,12 +247,11 @@ def test_bwd_dkdv_holds_scores_transposed(D):
     low = WarpSpecializedLowering(k).lower()
     assert low.notes["consumers"] == 2 and low.block == (384, 1, 1)
     src = low.source
-    ob = "[ob]" if "const int ob = it & 1;" in src else ""  # K, V twice where shared memory allows
     for line in ["rt<float, WG_ROWS, 64> s;  // rt<f32, 64x128>, held transposed (128x64)",
                  f"rt<float, WG_ROWS, {D}> dk;  // rt<f32, 128x{D}>",
                  "cv<64> lse;",
-                 f"mma_ABt(s, S.kt{ob}, wg_row0, S.q[pos.stage], false);",
-                 f"mma_ABt(dp, S.vt{ob}, wg_row0, S.do_[pos.stage], false);",
+                 "mma_ABt(s, S.kt, wg_row0, S.q[pos.stage], false);",
+                 "mma_ABt(dp, S.vt, wg_row0, S.do_[pos.stage], false);",
                  "mma_AB(dv, p, S.do_[pos.stage], true);",
                  "if (held >= 0) mma_AB(dk, dsp, S.q[held], true);",
                  "mask_rows(s, pid0 * 128 + wg_row0, K_shape1, -INFINITY);",
@@ -264,11 +262,8 @@ def test_bwd_dkdv_holds_scores_transposed(D):
                  "const int pid0 = prog / (grid1 * grid2)"]:  # key block 0 (most query blocks) first
         assert line in src, line
     # the one-shot K/V tiles are waited for both, and released after the loop over the group's heads
-    if ob:
-        assert "wait(S.once[2 * ob], (it >> 1) & 1);\n      wait(S.once[1 + 2 * ob], (it >> 1) & 1);" in src
-    else:
-        assert "wait(S.once[0], it & 1);\n      wait(S.once[1], it & 1);" in src
-    assert src.index(f"release(S.once_empty[{'2 * ob' if ob else '0'}])") > src.rindex("mma_wait<0>(dk);")
+    assert "wait(S.once[0], it & 1);\n      wait(S.once[1], it & 1);" in src
+    assert src.index("release(S.once_empty[0])") > src.rindex("mma_wait<0>(dk);")
     if D == 64:  # registers allow dP = V dOᵀ to be issued right after Sᵀ (it runs under the softmax)
         assert "[hoisted:" in src and "mma_wait<2>(s);" in src
     else:  # D = 128: dK / dV take 128 registers; hoisting too would spill

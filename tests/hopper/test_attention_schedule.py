@@ -155,19 +155,3 @@ def test_turns_run_on_across_programs():
     assert old.index(first) > old.index("for (int slot") and "hand-over" not in old
     # three consumer warpgroups (D = 64) take no turns
     assert "bar_arrive" not in _lower(D=64, causal=True, launched=True).source
-
-
-def test_one_shot_tiles_are_double_buffered_where_shared_memory_allows():
-    low = _lower(D=64, causal=True, launched=True)  # 192-row Q: 24 KB a copy beside a 4-stage ring
-    src = low.source
-    assert "st<bf16, 192, 64> q[2];" in src and "barrier once[2];" in src
-    assert src.count("const int ob = it & 1;") == 2  # producer and consumers pick the same copy
-    assert "if (it >= 2) wait(S.once_empty[ob], ((it >> 1) - 1) & 1);" in src
-    assert "wait(S.once[ob], (it >> 1) & 1);" in src and "mma_ABt(s, S.q[ob], wg_row0" in src
-    single = _lower(D=64, causal=True, launched=True, options={"once_buffers": 1})
-    assert low.shared_bytes == single.shared_bytes + 192 * 64 * 2 and "[ob]" not in single.source
-    # D = 128: Q (32 KB) and a 3-stage ring of K, V fill shared memory; one copy
-    assert "[ob]" not in _lower(D=128, causal=True).source
-    # two one-shot tiles (dQ's Q and dO) index their barriers by tile and copy
-    dq = _lower(D=64, causal=True, kernel="dq", launched=True).source
-    assert "wait(S.once[2 * ob], (it >> 1) & 1);" in dq and "wait(S.once[1 + 2 * ob], (it >> 1) & 1);" in dq

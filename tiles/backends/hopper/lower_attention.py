@@ -59,7 +59,7 @@ CTYPE = {"bf16": "bf16", "f16": "f16", "f32": "float"}
 SMEM_LIMIT = gemm_probe.SMEM_LIMIT
 RESERVED = {"S", "pos", "cw", "wg_row0", "held", "pid0", "pid1", "pid2", "smem_raw", "alloc", "map", "min", "max",
             "prog", "it", "programs", "grid0", "grid1", "grid2", "release", "heads", "window", "w0", "in_w",
-            "slot", "done", "ob", "pair", "n_pairs", "per_head", "w_at", "level", "head", "streamed",
+            "slot", "done", "pair", "n_pairs", "per_head", "w_at", "level", "head", "streamed",
             # C++ keywords a tile name could collide with (attention's `do` tile)
             "do", "for", "if", "else", "while", "int", "float", "double", "char", "long", "short", "auto", "case",
             "const", "new", "delete", "this", "switch", "return", "break", "continue", "default", "static",
@@ -134,25 +134,8 @@ class WarpSpecializedLowering(Lowering):
     def var(self, t: ir.Tile, stage: str = "pos.stage") -> str:
         name = t.name + "_" if t.name in RESERVED else t.name
         if t.kind == "shared":
-            if t in self.ring:
-                return f"S.{name}[{stage}]"
-            return f"S.{name}[ob]" if getattr(self, "once_bufs", 1) == 2 and self._is_once(t) else f"S.{name}"
+            return f"S.{name}[{stage}]" if t in self.ring else f"S.{name}"
         return name
-
-    def _is_once(self, t: ir.Tile) -> bool:
-        return any(o.outs[0] is t for o in self.once)
-
-    def once_bar(self, i: int, empty: bool = False) -> str:
-        """The full (or empty) barrier of one-shot load i for this program's copy."""
-        b, n = ("once_empty" if empty else "once"), len(self.once)
-        if self.once_bufs == 1:
-            return f"S.{b}[{i}]"
-        return f"S.{b}[{'ob' if n == 1 else f'{n} * ob' if i == 0 else f'{i} + {n} * ob'}]"
-
-    def once_phase(self, previous: bool = False) -> str:
-        """Parity of this program's (previous=True: the last program's on this copy) use of a one-shot barrier."""
-        use = "(it >> 1)" if self.once_bufs == 2 else "it"
-        return f"({use} - 1) & 1" if previous else f"{use} & 1"
 
     # ------------------------------------------------------------------ analysis
     def analyse(self) -> None:
@@ -173,7 +156,7 @@ class WarpSpecializedLowering(Lowering):
             self.consumers = rows // 64 if rows in (128, 192) else (2 if rows % 128 == 0 else 1)
         # launch-time overrides (benchmark variants): stages, consumers, pingpong
         known = {"stages", "consumers", "pingpong", "rotate", "hoist", "persistent", "order", "fold", "early_release",
-                 "window", "continuous_turns", "once_buffers"}
+                 "window", "continuous_turns"}
         unknown = set(self.options) - known
         if unknown:
             self._fail(f"unknown options {sorted(unknown)} (known: {sorted(known)})")
@@ -290,13 +273,6 @@ class WarpSpecializedLowering(Lowering):
         self.smem_bytes = smem(self.stages)
         if self.smem_bytes > SMEM_LIMIT:
             self._fail(f"{self.stages} stages need {self.smem_bytes} bytes of shared memory (limit {SMEM_LIMIT})")
-        # a persistent CTA keeps two copies of its one-shot tiles where shared memory allows (option
-        # once_buffers=1: one): the producer loads the next program's while this one still reads its own
-        once_bytes = sum(o.outs[0].numel * 2 for o in self.once)
-        self.once_bufs = 1
-        if self.persistent and self.once and self.options.get("once_buffers", 2) == 2 \
-                and self.smem_bytes + once_bytes <= SMEM_LIMIT:
-            self.once_bufs, self.smem_bytes = 2, self.smem_bytes + once_bytes
 
     def _trips(self, loop: ir.Loop, last: int) -> int:
         """Trip count of `loop` for the first (last=0) or last (last=-1) value of program id 0 in a
@@ -410,11 +386,9 @@ class WarpSpecializedLowering(Lowering):
             elif n.name == "load_async" and self.tokens[n.attrs["token"]][0] == "once":
                 i = self.tokens[n.attrs["token"]][1]
                 if self.persistent:
-                    first = "it >= 2" if self.once_bufs == 2 else "it > 0"
-                    lines.append(f"{pad}if ({first}) wait({self.once_bar(i, True)}, {self.once_phase(True)});  "
-                                 "// the copy's last program released it")
-                lines.append(f"{pad}expect_tiles({self.once_bar(i)}, {self.var(n.outs[0])});")
-                lines.append(pad + self.producer_load(n, self.once_bar(i)))
+                    lines.append(f"{pad}if (it > 0) wait(S.once_empty[{i}], (it - 1) & 1);  // the previous tile's copy is released")
+                lines.append(f"{pad}expect_tiles(S.once[{i}], {self.var(n.outs[0])});")
+                lines.append(pad + self.producer_load(n, f"S.once[{i}]"))
         return lines
 
     # ------------------------------------------------------------------ consumers
@@ -446,7 +420,7 @@ class WarpSpecializedLowering(Lowering):
         for t in {t for g in retired for t in g.reads if id(t) in self.early}:
             if self.in_loop_body and not any(t in g.reads for g in keep):
                 i = self.sym_name(self.loop.index)
-                lines.append(f"{pad}if ({i} + 1 == {self.loop_stop}) release({self.once_bar(self.early[id(t)], True)});  "
+                lines.append(f"{pad}if ({i} + 1 == {self.loop_stop}) release(S.once_empty[{self.early[id(t)]}]);  "
                              f"// {t.name} is read no more this tile: the next one loads under the rest")
 
     def op_line(self, n: ir.Op) -> str:
@@ -603,7 +577,7 @@ class WarpSpecializedLowering(Lowering):
                 else:  # each one-shot load completes on its own barrier
                     for t in n.attrs["tokens"]:
                         i = self.tokens[t][1]
-                        lines.append(f"{pad}wait({self.once_bar(i)}, {self.once_phase() if self.persistent else '0'});")
+                        lines.append(f"{pad}wait(S.once[{i}], {'it & 1' if self.persistent else '0'});")
                 continue
             if n.name == "store_shared":
                 lines += self.store_shared(n, pending, pad)
@@ -757,10 +731,10 @@ class WarpSpecializedLowering(Lowering):
             self.wait_for([g.acc for g in pending], pending, lines, pad)
             for i, o in enumerate(self.once):
                 if id(o.outs[0]) in self.early:
-                    lines.append(f"{pad}if ({self.loop_stop} <= {self.expr(self.loop.start)}) release({self.once_bar(i, True)});  "
+                    lines.append(f"{pad}if ({self.loop_stop} <= {self.expr(self.loop.start)}) release(S.once_empty[{i}]);  "
                                  f"// no iteration released {o.outs[0].name}")
                 else:
-                    lines.append(f"{pad}release({self.once_bar(i, True)});  // {o.outs[0].name} is read no more this tile")
+                    lines.append(f"{pad}release(S.once_empty[{i}]);  // {o.outs[0].name} is read no more this tile")
         return lines
 
     def plan_hoist(self) -> None:
@@ -968,7 +942,7 @@ class WarpSpecializedLowering(Lowering):
         shared = []
         for t in k.tiles:
             if t.kind == "shared":
-                n = "[STAGES]" if t in self.ring else "[2]" if self.once_bufs == 2 and self._is_once(t) else ""
+                n = "[STAGES]" if t in self.ring else ""
                 r, c = self.stored(t)
                 how = f", held transposed ({r}x{c})" if t in self.flipped else ""
                 shared.append(f"st<{CTYPE[t.dtype.name]}, {r}, {c}> {self.var(t)[2:].split('[')[0]}{n};  // {t.type_str()}{how}")
@@ -997,10 +971,10 @@ class WarpSpecializedLowering(Lowering):
         name = "tiles_{}_hopper_{}_{}_s{}c{}{}".format(
             k.name, "_".join(f"{a}{int(v) if isinstance(v, bool) else v}" for a, v in k.constexprs.items()),
             k.params[0].dtype.name, self.stages, self.consumers,
-            ("pp" if self.pingpong else "") + ("rot" if self.deferred is not None else "") + ("h" if self.hoisted else "") + ("" if self.persistent else "np") + ("f" if self.fold else "") + ("w" if self.window_bytes else "") + ("q2" if self.once_bufs == 2 else ""))
+            ("pp" if self.pingpong else "") + ("rot" if self.deferred is not None else "") + ("h" if self.hoisted else "") + ("" if self.persistent else "np") + ("f" if self.fold else "") + ("w" if self.window_bytes else ""))
         ctx = dict(name=name, ir_text=k.text(), ir_name=k.name, pattern=k.pattern.describe(), BM=BM,
                    WG_ROWS=self.WG_ROWS, consumers=self.consumers, stages=self.stages, pingpong=self.pingpong,
-                   n_once=max(1, len(self.once)) * self.once_bufs, once_bufs=self.once_bufs, shared=shared, sig=sig, decls=decls, producer=producer,
+                   n_once=max(1, len(self.once)), shared=shared, sig=sig, decls=decls, producer=producer,
                    consumer=consumer, consumer_pre=pre, consumer_post=post, maps=[m for _, m, _, _ in params],
                    producer_regs=24 if self.consumers <= 2 else 32, consumer_regs=self.consumer_regs,
                    grid=[self.expr(g) for g in k.grid], persistent=self.persistent,
