@@ -256,7 +256,7 @@ FOLD = {"base": {}, "nofold": {"fold": False}, "noearly": {"early_release": Fals
         "old": {"fold": False, "early_release": False, "window": False, "continuous_turns": False}}
 
 
-def schedule(seqs="512,1024,4096,16384", only=None):
+def schedule(seqs="512,1024,4096,16384", only=None, dims=(128, 64)):
     """Session 13: the scale folded into the exponent and early one-shot releases, each turned off,
     for the forward, dQ and dK/dV kernels as launched."""
     import torch
@@ -264,7 +264,7 @@ def schedule(seqs="512,1024,4096,16384", only=None):
     from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
     from tiles.kernels import attention_bwd_dkdv, attention_bwd_dq, attention_bwd_prep, attention_fwd
     hop = backends.get("hopper")
-    for D in (128, 64):
+    for D in dims:
         for causal in (False, True):
             for S in map(int, seqs.split(",")):
                 B, H = 16384 // S, 2048 // D
@@ -314,10 +314,12 @@ def main():
     ap.add_argument("--only", default="bwd,fwd,ln")
     ap.add_argument("--seqs", default="1024,4096", help="sequence lengths of the bwd and schedule parts")
     ap.add_argument("--variants", default="", help="schedule part: only these variants (and base)")
+    ap.add_argument("--dims", default="128,64", help="schedule part: head dims")
     args = ap.parse_args()
     for part in args.only.split(","):
         {"bwd": lambda: bwd(args.seqs), "fwd": fwd, "ln": ln, "autograd": autograd, "fused": fused,
-         "schedule": lambda: schedule(args.seqs, set(args.variants.split(",")) | {"base"} if args.variants else None)}[part]()
+         "schedule": lambda: schedule(args.seqs, set(args.variants.split(",")) | {"base"} if args.variants else None,
+                                      tuple(map(int, args.dims.split(","))))}[part]()
 
 
 if __name__ == "__main__":

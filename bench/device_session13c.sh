@@ -1,0 +1,13 @@
+#!/bin/sh
+# Session 13: turns across programs, checked and measured against turns started afresh per program.
+set -u
+export PYTHONPATH=. PYTHONUNBUFFERED=1 TILES_CACHE_DIR=/tmp/tiles-cache
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+timeout 200 python3 -m pytest -q -p no:cacheprovider -n 8 -W ignore tests/hopper/test_attention_schedule.py \
+    tests/hopper/test_attention_lower.py -rfs --tb=short > "$OUT/tests.txt" 2>&1
+timeout 200 python3 -m pytest -q -p no:cacheprovider -n 8 -W ignore tests/portability/test_attention.py -k hopper \
+    -rfs --tb=short >> "$OUT/tests.txt" 2>&1
+grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/tests.txt" | cut -c1-200 | head -30
+timeout 300 python3 bench/hopper_tile_sweep.py --only schedule --seqs ${SEQS:-512,1024,4096,16384} \
+    --variants ${VARIANTS:-nocont} --dims ${DIMS:-128,64} > "$OUT/sweep.txt" 2>&1
+tail -2 "$OUT/sweep.txt"
