@@ -292,7 +292,7 @@ def schedule(seqs="512,1024,4096,16384", only=None, dims=(128, 64)):
 
                 for kname, flops in (("attention_fwd", f), ("attention_bwd_dq", 1.5 * f), ("attention_bwd_dkdv", 2 * f)):
                     # dK/dV reads its one-shot K, V across the query-head loop: nothing to release early
-                    variants = FOLD if kname != "attention_bwd_dkdv" else {n: FOLD[n] for n in ("base", "nofold", "nocont")}
+                    variants = FOLD if kname != "attention_bwd_dkdv" else {n: FOLD[n] for n in ("base", "nofold", "nocont", "nowindow")}
                     if only:
                         variants = {n: v for n, v in variants.items() if n in only}
                     if not causal:  # the L2 windows are a causal walk's

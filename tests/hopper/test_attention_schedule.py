@@ -105,8 +105,10 @@ def test_causal_walk_pairs_programs_in_l2_windows():
     # not causal: program 0 fastest already keeps a head's programs together
     assert "slot" not in _lower(D=128, causal=False).source
     assert "slot" not in _lower(D=128, causal=True, options={"window": False}).source
-    # dK/dV streams Q, dO per query head inside a loop over the group's heads: not windowed
-    assert "slot" not in _lower(D=128, causal=True, kernel="dkdv", launched=True).source
+    # dK/dV streams Q, dO of each query head of the group: a loop around the pipelined one multiplies it
+    dkdv = _lower(D=128, causal=True, kernel="dkdv", launched=True).source
+    assert "const long long streamed = 32768LL * (Q_shape2 / K_shape2) * (ceil_div(Q_shape1, 64) - " in dkdv
+    assert "const int pid0 = slot & 1 ? grid0 - 1 - level : level" in dkdv  # its heavy programs are the first
     assert "slot" in _lower(D=128, causal=True, kernel="dq", launched=True).source
 
 

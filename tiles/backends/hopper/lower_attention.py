@@ -870,27 +870,44 @@ class WarpSpecializedLowering(Lowering):
         non-causal walk at S = 512). Instead, the programs at the two ends of program 0 (levels a and
         grid0 - 1 - a) make a pair of about equal work; pairs are dealt round-robin (balanced as well
         as heavy-first, bench/hopper_notes.md), ordered in windows of whole heads whose streamed tiles
-        fit in WINDOW_MB of L2. Applies when the streamed tiles do not depend on program 0 and the
-        loop's trip count not on programs 1, 2 (option window=False: the heavy-first walk)."""
+        fit in WINDOW_MB of L2 (a program streams a stage per trip of the pipelined loop and of the
+        loops around it). Applies when the streamed tiles do not depend on program 0 and no trip count
+        on programs 1, 2 or an outer loop's index (option window=False: the heavy-first walk)."""
         self.window_bytes = None
         if not (self.persistent and self.order == "heavy_first" and self.options.get("window", True)):
             return
-        if self.loop not in self.k.body:  # nested in another loop: its trips multiply the stream
+        nest = self._enclosing(self.k.body, self.loop)  # the loops around the pipelined one, outermost first
+        if nest is None or any(not isinstance(x, ir.Loop) for x in nest):
             return
         loads = [x for x in self.loop.body if isinstance(x, ir.Op) and x.name == "load_async"]
         exprs = [ix for o in loads for ix in o.ins[0].index if ix is not None]
         exprs += [o.attrs[a] for o in loads for a in ("row", "col")]
         if any(x.kind == "pid" and x.name == "pid0" for e in exprs for x in ir.symbols(e)):
             return
-        if any(x.kind == "pid" and x.name != "pid0" for e in (self.loop.start, self.loop.stop) for x in ir.symbols(e)):
+        bounds = [e for x in nest + [self.loop] for e in (x.start, x.stop)]
+        if any(x.kind == "pid" and x.name != "pid0" or x.kind == "loop" for e in bounds for x in ir.symbols(e)):
             return
         heavy = {"pid0": "(grid0 - 1)" if self.reverse else "0"}
-        trips = self.expr(self.loop.stop, heavy)
-        if ir.symbols(self.loop.start) or ir.evaluate(ir.as_expr(self.loop.start), {}) != 0:
-            trips = f"{trips} - ({self.expr(self.loop.start, heavy)})"
+        trips = []
+        for x in nest + [self.loop]:
+            t = self.expr(x.stop, heavy)
+            if ir.symbols(x.start) or ir.evaluate(ir.as_expr(x.start), {}) != 0:
+                t = f"{t} - ({self.expr(x.start, heavy)})"
+            trips.append(f"({t})")
         stage = sum(t.numel * t.dtype.bytes for t in self.ring)
-        self.window_bytes = f"{stage}LL * ({trips})"
+        self.window_bytes = f"{stage}LL * " + " * ".join(trips)
         self.window_note = " + ".join(t.name for t in self.ring) + f", {stage} bytes a stage"
+
+    def _enclosing(self, nodes, target, outer=()) -> Optional[List[ir.Loop]]:
+        """The loops around `target` in `nodes`, outermost first (None if it is not there)."""
+        for n in nodes:
+            if n is target:
+                return list(outer)
+            if isinstance(n, ir.Loop):
+                found = self._enclosing(n.body, target, outer + (n,))
+                if found is not None:
+                    return found
+        return None
 
     # ------------------------------------------------------------------ rendering
     def lower(self) -> Lowered:
