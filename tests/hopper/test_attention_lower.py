@@ -259,7 +259,7 @@ def test_bwd_dkdv_holds_scores_transposed(D):
                  "mask_cols(s, kb * 64, Q_shape1, 0.0f);",
                  "exp2_scaled_col(s, s, (scale * 1.4426950408889634f), lse);", "sub_col(dp, dp, delta);",
                  "(pid1 * (Q_shape2 / K_shape2) + i) * L_stride1",  # compound view index in parentheses
-                 "const int pid0 = prog / (grid1 * grid2)"]:  # key block 0 (most query blocks) first
+                 "const int pid0 = slot & 1 ? grid0 - 1 - level : level"]:  # key block 0 (most query blocks) first
         assert line in src, line
     # the one-shot K/V tiles are waited for both, and released after the loop over the group's heads
     assert "wait(S.once[0], it & 1);\n      wait(S.once[1], it & 1);" in src

@@ -115,10 +115,11 @@ def test_causal_walk_pairs_programs_in_l2_windows():
 @pytest.mark.parametrize("D,S,H", [(128, 16384, 4), (64, 16192, 4), (128, 1000, 40)])
 def test_causal_walk_covers_every_program_on_the_gpu(D, S, H):
     """Windows smaller than the heads (S = 16k: 2 heads a window), an odd level count (D = 64:
-    85 blocks of 192 rows) and more pairs than CTAs (S = 1000, 40 heads): every program runs once,
-    with the answer of the heavy-first walk to the bit (outputs poisoned first)."""
+    85 blocks of 192 rows) and more pairs than CTAs (S = 1000, 40 heads): every program of the
+    forward, dQ and dK/dV runs once, with the answer of the heavy-first walk to the bit (outputs
+    poisoned first)."""
     _gpu()
-    from tiles.kernels import attention_bwd_dq
+    from tiles.kernels import attention_bwd_dkdv, attention_bwd_dq
 
     g = torch.Generator(device="cuda").manual_seed(D + S)
     q, k, v, do = (torch.randn(1, S, H, D, device="cuda", generator=g).bfloat16() for _ in range(4))
@@ -136,8 +137,12 @@ def test_causal_walk_covers_every_program_on_the_gpu(D, S, H):
         opts = {**(WarpSpecializedLowering.SCHEDULES.get(("attention_bwd_dq", D)) or {}), "window": window}
         WarpSpecializedLowering.prepare(attention_bwd_dq, q, k, v, do, lse, delta, dq, D ** -0.5, causal=True, D=D,
                                         options=opts, **dcfg)()
+        dk, dv = torch.full_like(k, math.nan), torch.full_like(v, math.nan)
+        opts = {**(WarpSpecializedLowering.SCHEDULES.get(("attention_bwd_dkdv", D)) or {}), "window": window}
+        WarpSpecializedLowering.prepare(attention_bwd_dkdv, q, k, v, do, lse, delta, dk, dv, D ** -0.5, causal=True,
+                                        D=D, options=opts)()
         torch.cuda.synchronize()
-        outs[window] = (o, l2, dq)
+        outs[window] = (o, l2, dq, dk, dv)
     for a, b in zip(outs[True], outs[False]):
         assert not a.isnan().any() and torch.equal(a, b)
 
