@@ -222,6 +222,10 @@ def fused(seqs="1024,4096,16384"):
         "split": (False, schedules),
         "fused": (True, schedules),
         "fused_rotated": (True, {**schedules, ("attention_bwd_fused", 128): {"persistent": False}}),
+        # session 13: the two consumer warpgroups taking turns on the tensor cores
+        "fused_pp": (True, {**schedules, ("attention_bwd_fused", 128): {"persistent": False, "rotate": False,
+                                                                         "pingpong": True}}),
+        "fused_pprot": (True, {**schedules, ("attention_bwd_fused", 128): {"persistent": False, "pingpong": True}}),
     }
     D = 128
     for causal in (False, True):
