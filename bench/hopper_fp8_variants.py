@@ -31,6 +31,9 @@ VARIANTS = {
     "cl2_g16": dict(cluster=2, group_m=16),
     # prepared 2026-11-29, not yet measured: BN=256 with the consumer warpgroups' wgmma bursts alternating
     "bn256_pp": dict(BN=256, stages=4, schedule="pingpong"),
+    # session 13: 64-row tiles, one consumer warpgroup: twice the tiles for the M = 1024 shapes' waves
+    "bm64": dict(BM=64, consumers=1),
+    "bm64_s8": dict(BM=64, consumers=1, stages=8),
 }
 if os.environ.get("FP8_VARIANTS"):
     _keep = {"base", "base_again", *os.environ["FP8_VARIANTS"].split(",")}
