@@ -261,8 +261,9 @@ FOLD = {"base": {}, "nofold": {"fold": False}, "noearly": {"early_release": Fals
 
 
 def schedule(seqs="512,1024,4096,16384", only=None, dims=(128, 64)):
-    """Session 13: the scale folded into the exponent and early one-shot releases, each turned off,
-    for the forward, dQ and dK/dV kernels as launched."""
+    """Session 13: each schedule choice of the warp-specialized lowering (the scale folded into the
+    exponent, early one-shot releases, the causal walk's L2 windows, turns across programs) turned off
+    in turn, for the forward, dQ and dK/dV kernels as launched."""
     import torch
     from tiles import backends
     from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
@@ -295,8 +296,9 @@ def schedule(seqs="512,1024,4096,16384", only=None, dims=(128, 64)):
                             ["dk", "dv"])
 
                 for kname, flops in (("attention_fwd", f), ("attention_bwd_dq", 1.5 * f), ("attention_bwd_dkdv", 2 * f)):
-                    # dK/dV reads its one-shot K, V across the query-head loop: nothing to release early
-                    variants = FOLD if kname != "attention_bwd_dkdv" else {n: FOLD[n] for n in ("base", "nofold", "nocont", "nowindow")}
+                    variants = FOLD
+                    if kname == "attention_bwd_dkdv":  # reads its one-shot K, V across the query-head loop
+                        variants = {n: FOLD[n] for n in ("base", "nofold", "nocont", "nowindow")}
                     if only:
                         variants = {n: v for n, v in variants.items() if n in only}
                     if not causal:  # the L2 windows are a causal walk's

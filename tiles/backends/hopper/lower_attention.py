@@ -873,7 +873,7 @@ class WarpSpecializedLowering(Lowering):
         fit in WINDOW_MB of L2 (a program streams a stage per trip of the pipelined loop and of the
         loops around it). Applies when the streamed tiles do not depend on program 0 and no trip count
         on programs 1, 2 or an outer loop's index (option window=False: the heavy-first walk)."""
-        self.window_bytes = None
+        self.window_bytes, self.window_note = None, ""
         if not (self.persistent and self.order == "heavy_first" and self.options.get("window", True)):
             return
         nest = self._enclosing(self.k.body, self.loop)  # the loops around the pipelined one, outermost first
@@ -985,10 +985,11 @@ class WarpSpecializedLowering(Lowering):
             sig += [f"long long {self.sym_name(s)}" for s in P.strides]
         sig += [f"float {self.sym_name(s)}" for s in k.scalars]
         BM = self.BM
+        tags = [("pp", self.pingpong), ("rot", self.deferred is not None), ("h", self.hoisted),
+                ("np", not self.persistent), ("f", self.fold), ("w", self.window_bytes)]
         name = "tiles_{}_hopper_{}_{}_s{}c{}{}".format(
             k.name, "_".join(f"{a}{int(v) if isinstance(v, bool) else v}" for a, v in k.constexprs.items()),
-            k.params[0].dtype.name, self.stages, self.consumers,
-            ("pp" if self.pingpong else "") + ("rot" if self.deferred is not None else "") + ("h" if self.hoisted else "") + ("" if self.persistent else "np") + ("f" if self.fold else "") + ("w" if self.window_bytes else ""))
+            k.params[0].dtype.name, self.stages, self.consumers, "".join(t for t, on in tags if on))
         ctx = dict(name=name, ir_text=k.text(), ir_name=k.name, pattern=k.pattern.describe(), BM=BM,
                    WG_ROWS=self.WG_ROWS, consumers=self.consumers, stages=self.stages, pingpong=self.pingpong,
                    n_once=max(1, len(self.once)), shared=shared, sig=sig, decls=decls, producer=producer,
@@ -996,7 +997,7 @@ class WarpSpecializedLowering(Lowering):
                    producer_regs=24 if self.consumers <= 2 else 32, consumer_regs=self.consumer_regs,
                    grid=[self.expr(g) for g in k.grid], persistent=self.persistent,
                    order=self.order, reverse=self.reverse, window=self.window_bytes is not None,
-                   window_bytes=self.window_bytes, window_mb=WINDOW_MB, window_note=getattr(self, "window_note", ""),
+                   window_bytes=self.window_bytes, window_mb=WINDOW_MB, window_note=self.window_note,
                    transposed=", ".join(t.name for t in k.tiles if t.kind == "reg" and t in self.flipped),
                    col_vectors=", ".join(t.name for t in k.tiles if t.kind == "vec" and t in self.flipped))
         src = self.env.get_template("attention.cu.j2").render(**ctx)
@@ -1032,8 +1033,8 @@ class WarpSpecializedLowering(Lowering):
 
     # schedule options per (kernel, head dim) the tile sweep measured better than the pattern's default
     SCHEDULES = {("attention_bwd_dq", 128): {"pingpong": True},    # 1.25-1.38x over BM=64, 1.21-1.37x without
-                 # turns: +1 to +6 %; the scale folded into the exponent measured 1-5% slower at 5 of 8
-                 # shapes here (registers of the three-tile softmax), faster everywhere else
+                 # turns: +1 to +6 %. The scale folded into the exponent: 1-5% slower here at 5 of 8
+                 # shapes, in two runs (bench/hopper_notes.md, session 13)
                  ("attention_bwd_dkdv", 64): {"pingpong": True, "fold": False},
                  # dK, dV (128 registers) + the dQ block: the persistent loop's own registers make
                  # ptxas spill (112 bytes); one CTA per program does not. Not rotated: dK's wgmma is
