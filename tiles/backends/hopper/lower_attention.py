@@ -35,8 +35,15 @@ The schedule (templates/attention.cu.j2) comes from the kernel's overlap pattern
   the consumers' registers (`loop_registers`; ptxas would spill);
   `stages` deepens the ring past the declared depth while shared memory allows (up to 4);
   `persistent` makes one CTA per SM walk the programs (program 0 slowest, from its heavy end, when
-  the loop's trip count depends on a program id, so rounds hold equal work). bench/hopper_notes.md
-  has the measurements behind each default.
+  the loop's trip count depends on a program id, so rounds hold equal work);
+  `window` walks such a grid instead in pairs of programs of equal work (program 0's heavy and light
+  ends), in windows of heads whose streamed tiles fit in L2 (plan_window);
+  `fold` moves the softmax's scale into its exponent, `mul` + `row_max` + `sub_row` + `exp2` → one
+  FFMA and one EX2 an element, exact for a positive scale, which every launch checks (plan_fold);
+  `early_release` frees a one-shot tile (Q) in the loop's last iteration, so the next program's
+  copy loads under this one's last softmax and epilogue;
+  `continuous_turns` keeps PingPong's turns running across programs. bench/hopper_notes.md has the
+  measurements behind each default.
 
 Scalars (program ids, sizes, strides, loop bounds, mask offsets) are the IR's own expressions rendered
 by `Lowering.expr`. Global tensors are read through rank-4 TMA maps (any row/head strides that TMA
