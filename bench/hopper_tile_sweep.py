@@ -28,7 +28,8 @@ DKDV = {"base": ({}, {}), "m128": ({"BM": 128}, {}), "n192": ({"BN": 192}, {}), 
         "m32": ({"BM": 32}, {}), "n192m32": ({"BN": 192, "BM": 32}, {})}
 PREP = {"base": {}, "m128": {"BM": 128}, "m256": {"BM": 256}, "m16": {"BM": 16}}
 FWD = {"base": ({}, {}), "np": ({}, {"persistent": False}), "bn64": ({"BN": 64}, {}), "st2": ({}, {"stages": 2}),
-       "nopp": ({}, {"pingpong": False})}
+       "nopp": ({}, {"pingpong": False}),
+       "bm128": ({"BM": 128}, {})}  # session 13: D = 64 with two consumer warpgroups taking turns (BM = 192 is its default)
 LN = {"base": {}, "m2": {"BM": 2}}  # m2 at 8 values a thread = the layout of the BM=2 default before
 
 
@@ -122,13 +123,14 @@ def bwd(seqs="1024,4096"):
                 torch.cuda.empty_cache()
 
 
-def fwd():
+def fwd(only=None, dims=(128, 64)):
     import torch
     from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
     from tiles.kernels import attention_fwd
-    for D in (128, 64):
+    variants = {n: v for n, v in FWD.items() if not only or n in only}
+    for D in dims:
         for causal in (False, True):
-            for S in (512, 1024, 2048):
+            for S in (512, 1024, 2048, 4096):
                 B, H = 16384 // S, 2048 // D
                 shape = dict(D=D, causal=causal, S=S, B=B, H=H)
                 sets = []
@@ -139,10 +141,10 @@ def fwd():
 
                 def make(name, i):
                     q, k, v, o, lse = sets[i]
-                    over, opts = FWD[name]
+                    over, opts = variants[name]
                     return W.prepare(attention_fwd, q, k, v, o, lse, D ** -0.5, causal=causal, D=D,
                                      options=opts, **{**W.config("attention_fwd", D=D), **over})
-                _sweep("fwd", shape, 4 * B * H * S * S * D / (2 if causal else 1), FWD, make,
+                _sweep("fwd", shape, 4 * B * H * S * S * D / (2 if causal else 1), variants, make,
                        lambda i: [sets[i][3], sets[i][4]])
                 sets.clear()
                 torch.cuda.empty_cache()
@@ -319,13 +321,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default="bwd,fwd,ln")
     ap.add_argument("--seqs", default="1024,4096", help="sequence lengths of the bwd and schedule parts")
-    ap.add_argument("--variants", default="", help="schedule part: only these variants (and base)")
-    ap.add_argument("--dims", default="128,64", help="schedule part: head dims")
+    ap.add_argument("--variants", default="", help="fwd and schedule parts: only these variants (and base)")
+    ap.add_argument("--dims", default="128,64", help="fwd and schedule parts: head dims")
     args = ap.parse_args()
     for part in args.only.split(","):
-        {"bwd": lambda: bwd(args.seqs), "fwd": fwd, "ln": ln, "autograd": autograd, "fused": fused,
-         "schedule": lambda: schedule(args.seqs, set(args.variants.split(",")) | {"base"} if args.variants else None,
-                                      tuple(map(int, args.dims.split(","))))}[part]()
+        only = set(args.variants.split(",")) | {"base"} if args.variants else None
+        dims = tuple(map(int, args.dims.split(",")))
+        {"bwd": lambda: bwd(args.seqs), "fwd": lambda: fwd(only, dims), "ln": ln, "autograd": autograd, "fused": fused,
+         "schedule": lambda: schedule(args.seqs, only, dims)}[part]()
 
 
 if __name__ == "__main__":
