@@ -1,8 +1,14 @@
 """Every suite kernel the GPU backend lowers, once, at a small awkward shape: the workload that
 compute-sanitizer (memcheck, racecheck, synccheck, initcheck) runs over.
 
-    compute-sanitizer --tool memcheck --report-api-errors no python3 bench/sanitize_suite.py
+    compute-sanitizer --tool memcheck --report-api-errors no python3 bench/sanitize_suite.py [--only attention]
+
+`--only attention` runs the attention workloads alone, with one more whose grids hold more programs
+than the GPU has SMs, so that persistent CTAs walk several (the causal pairs, the turns that run on
+across programs, Q released in a program's last iteration).
 """
+import sys
+
 import torch
 
 import tiles
@@ -12,12 +18,13 @@ dev = torch.device("cuda")
 be = backends.for_device(dev)
 torch.manual_seed(0)
 ran = []
-if be.supports("gemm"):
+only_attention = sys.argv[1:] == ["--only", "attention"]
+if be.supports("gemm") and not only_attention:
     a = torch.randn(130, 200, device=dev, dtype=torch.bfloat16)
     b = torch.randn(200, 270, device=dev, dtype=torch.bfloat16)
     tiles.gemm(a, b, backend=be.name)
     ran.append("gemm")
-if be.supports("gemm_fp8"):
+if be.supports("gemm_fp8") and not only_attention:
     from tiles.bench import fp8
 
     x = fp8.make_set(200, 300, 1000, dev, 0)  # M, N and K tails, a partial last K block
@@ -35,12 +42,20 @@ if be.supports("attention_fwd"):
     if bwd:
         o.float().sum().backward()
         ran.append("attention_bwd")
-if be.supports("layernorm"):
+if only_attention and be.supports("attention_fwd"):
+    for D in (128, 64):  # 16 (D=128) or 11 (D=64) query blocks x 16 heads: more programs than SMs
+        q = torch.randn(2, 2000, 8, D, device=dev, dtype=torch.bfloat16, requires_grad=True)
+        k = torch.randn(2, 2000, 4, D, device=dev, dtype=torch.bfloat16, requires_grad=True)
+        for causal in (True, False):
+            o = tiles.attention(q, k, k, causal=causal, backend=be.name)
+            o.float().sum().backward()
+            ran.append(f"attention_multi_d{D}_causal{int(causal)}")
+if be.supports("layernorm") and not only_attention:
     x = torch.randn(37, 1000, device=dev, dtype=torch.bfloat16)
     tiles.layernorm(x, torch.randn(1000, device=dev, dtype=torch.bfloat16),
                     torch.randn(1000, device=dev, dtype=torch.bfloat16), backend=be.name)
     ran.append("layernorm")
-if be.supports("rotary"):
+if be.supports("rotary") and not only_attention:
     x = torch.randn(2, 70, 3, 128, device=dev, dtype=torch.bfloat16)
     tiles.rotary(x, torch.randn(70, 64, device=dev), torch.randn(70, 64, device=dev), backend=be.name)
     ran.append("rotary")
