@@ -1,6 +1,7 @@
-"""Two schedule choices of the Hopper attention lowering, on the CPU (the source) and on the H200 (the
+"""The schedule choices of the Hopper attention lowering, on the CPU (the source) and on the H200 (the
 answers): the softmax's scale folded into its exponent, which is exact only for a positive scale and
-so is checked at every launch, and one-shot tiles released in the loop's last iteration."""
+so is checked at every launch; one-shot tiles released in the loop's last iteration; the causal walk
+in pairs of programs inside L2 windows; PingPong turns that run on across programs."""
 from __future__ import annotations
 
 import math
