@@ -112,6 +112,26 @@ def gemm_misses_tiles(k, A, B, C, *, BM=128, BN=256, BK=64):
 
 def test_other_patterns_and_tile_orders(hopper):
     lo = lowered(hopper, kfn=gemm_pipelined)
-    assert lo.notes["config"]["stages"] == 3 and lo.notes["config"]["consumers"] == 2
+    # the declared 3 stages are the least: the ring deepens while shared memory allows (128 x 128: 6)
+    assert lo.notes["config"]["stages"] == 6 and lo.notes["config"]["consumers"] == 2
+    assert lowered(hopper, kfn=gemm_pipelined, options={"stages": 3}).notes["config"]["stages"] == 3
     with pytest.raises(LoweringError, match="exactly once"):
         lowered(hopper, kfn=gemm_misses_tiles)
+
+
+def test_tile_width_fills_the_sms():
+    """Narrower tiles where 128 x 256 ones leave SMs idle (bench/hopper_gemm_tiles.py measured it), the
+    ring then as deep as shared memory allows; the issue's five shapes keep 128 x 256 with 4 stages."""
+    from tiles.backends.hopper.lower import HopperLowering
+
+    want = {(1024, 1024, 1024): (64, 8), (1024, 1024, 8192): (64, 8), (2048, 1024, 512): (128, 6),
+            (2048, 2048, 2048): (256, 4), (4096, 4096, 4096): (256, 4), (8192, 8192, 8192): (256, 4),
+            (16384, 8192, 8192): (256, 4), (8192, 8192, 2048): (256, 4), (4096, 14336, 4096): (256, 4)}
+    for (M, N, K), (bn, stages) in want.items():
+        cfg = HopperLowering.config("gemm", M=M, N=N, K=K)
+        assert cfg.get("BN", 256) == bn, (M, N, K, cfg)
+        a, b, c = (torch.empty(*s, dtype=torch.bfloat16, device="meta") for s in ((M, K), (K, N), (M, N)))
+        low = backends.get("hopper").lower(gemm, a, b, c, **cfg)
+        assert low.notes["config"]["BN"] == bn and low.notes["config"]["stages"] == stages
+        assert low.notes["config"]["cluster"] == (1 if bn == 64 else 2)  # multicast splits B in 64-column pairs
+    assert HopperLowering.config("layernorm", M=1024, N=1024) == {}

@@ -30,6 +30,10 @@ from . import gemm_probe, runtime
 
 ARCH = runtime.ARCH
 MAX_ACC_REGS = 128  # fp32 accumulators per consumer thread that fit next to addressing in 232 registers
+# A CTA's work per tile, relative to a 128 x 256 tile's, over its speed when every SM is busy (H200,
+# bench/hopper_gemm_tiles.py at 4096^3, each ring as deep as shared memory allows: 128 x 128 runs at
+# 0.94 of 128 x 256's rate, 128 x 64 at 0.61).
+TILE_COST = {256: 1.0, 128: 0.5 / 0.94, 64: 0.25 / 0.61}
 
 
 
@@ -71,6 +75,24 @@ class HopperLowering(Lowering):
             if n_pid != len(want) or seen != want:
                 self._fail(f"for M={M}, N={N} the programs do not cover the {len(want)} tiles of {BM}x{BN} exactly once")
 
+    @classmethod
+    def config(cls, kernel: Optional[str] = None, M: Optional[int] = None, N: Optional[int] = None, **problem) -> dict:
+        """The CTA's tile width for an M x N output: a persistent CTA takes ceil(tiles / SMs) tiles in
+        turn, so a problem with fewer 128 x 256 tiles than SMs leaves SMs idle (1024^3: 32 tiles for
+        132). Narrower tiles fill them at a lower rate per tile (TILE_COST); the width with the least
+        waves x cost wins. Measured on the H200 (bench/hopper_notes.md, session 13): 1024^3 0.44 ->
+        0.85x cuBLAS with 128 x 64 tiles; the issue's five shapes keep 128 x 256."""
+        if kernel != "gemm" or not M or not N:
+            return {}
+        import torch
+        sms = runtime.num_sms() if torch.cuda.is_available() else 132
+
+        def cost(bn):
+            tiles = -(-M // 128) * -(-N // bn)
+            return -(-tiles // sms) * TILE_COST[bn]
+        best = min(TILE_COST, key=lambda bn: (cost(bn), -bn))
+        return {} if best == 256 else {"BN": best}
+
     # ---------------------------------------------------------------- rendering
     def gemm_config(self, g: Dict) -> dict:
         p = self.k.pattern
@@ -89,6 +111,16 @@ class HopperLowering(Lowering):
         if "group" in self.k.constexprs:
             cfg["group_m"] = int(self.k.constexprs["group"])
         cfg.update(self.options)
+        cfg = gemm_probe._fit_defaults(cfg, cfg.get("b_kmajor", False))  # e.g. no multicast for 128 x 64 tiles
+        if "stages" not in self.options:
+            # the ring as deep as shared memory allows (up to 8): narrower tiles take more stages
+            # (128 x 128: 6, 128 x 64: 8; 0.51 -> 0.59x and 0.55 -> 0.76x cuBLAS at 1024 x 1024 x 8192)
+            while cfg["stages"] < 8:
+                try:
+                    gemm_probe.gemm_source(g["A"].dtype.name, g["C"].dtype.name, **dict(cfg, stages=cfg["stages"] + 1))
+                except ValueError:
+                    break
+                cfg["stages"] += 1
         return cfg
 
     def lower(self) -> Lowered:
