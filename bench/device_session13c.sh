@@ -1,5 +1,6 @@
 #!/bin/sh
-# Session 13: turns across programs, checked and measured against turns started afresh per program.
+# Session 13: the attention tests on the H200, then the schedule sweep: each choice of the Hopper attention
+# lowering turned off in turn (VARIANTS: nofold, noearly, nowindow, nocont, old; DIMS, SEQS).
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1 TILES_CACHE_DIR=/tmp/tiles-cache
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
