@@ -194,3 +194,19 @@ extern "C" __global__ void __launch_bounds__(128) k(float* out) {
 }"""
     c = runtime.nvrtc_compile(src, name="at.cu")
     assert "HGMMA.64x64x16.F32.BF16" in _sass(c.cubin, tmp_path)
+
+
+def test_bounded_global_tile_access_compiles(tmp_path):
+    """ops.h's bounded load / store / store_add of a register tile (one fragment walk, each_pair)
+    instantiate for 16- and 32-bit elements; store_add becomes global reductions (RED) in the SASS."""
+    src = """#include <tiles/tiles.h>
+using namespace tiles;
+extern "C" __global__ void __launch_bounds__(128) k(const bf16* x, bf16* y, float* acc, int n) {
+  rt<float, 64, 64> t;
+  load(t, x, 64, n, 60, 3, 0);
+  store(y, 64, n, 60, t, 3, 0);
+  store_add(acc, 64, n, 60, t, 0, 4);
+}"""
+    c = runtime.nvrtc_compile(src, name="bounded.cu")
+    sass = _sass(c.cubin, tmp_path)
+    assert "RED" in sass and "LDG" in sass and "STG" in sass

@@ -353,25 +353,30 @@ template <typename U, int C> __device__ __forceinline__ void load(cv<C>& v, cons
 // ================================================================ global memory (bounded)
 // dst[row0 + r, col0 + c] = src[r, c] for row0 + r < nrows and col0 + c < ncols; converts to U.
 // Pairs go out as one 4- or 8-byte store when the row stride keeps them aligned.
+// f(s, p, r, c) for every pair (s, p) of a fragment, at tile position (row0 + its row, col0 + its
+// first column): the one walk the global loads and stores below share.
+template <typename T, int R, int C, typename F>
+__device__ __forceinline__ void each_pair(const rt<T, R, C>& t, int row0, int col0, F f) {
+  const int th = wg_thread();
+#pragma unroll
+  for (int s = 0; s < t.slices; ++s)
+#pragma unroll
+    for (int p = 0; p < t.pairs; ++p) f(s, p, row0 + frag_row(th, s, p), col0 + frag_col(th, p));
+}
 template <typename U, typename T, int R, int C>
 __device__ __forceinline__ void store(U* dst, long long ld, int nrows, int ncols, const rt<T, R, C>& src, int row0, int col0) {
-  const int th = wg_thread();
   const bool pair_ok = (ld % 2) == 0;
-#pragma unroll
-  for (int s = 0; s < src.slices; ++s)
-#pragma unroll
-    for (int p = 0; p < src.pairs; ++p) {
-      const int r = row0 + frag_row(th, s, p), c = col0 + frag_col(th, p);
-      if (r >= nrows) continue;
-      const float2 x = load_pair<T>(src.v[s][p]);
-      U* q = dst + (long long)r * ld + c;
-      if (pair_ok && c + 1 < ncols) {
-        *reinterpret_cast<typename pair_of<U>::type*>(q) = f2_to_pair<U>(x);
-      } else {
-        if (c < ncols) q[0] = arch::from_float<U>(x.x);
-        if (c + 1 < ncols) q[1] = arch::from_float<U>(x.y);
-      }
+  each_pair(src, row0, col0, [&](int s, int p, int r, int c) {
+    if (r >= nrows) return;
+    const float2 x = load_pair<T>(src.v[s][p]);
+    U* q = dst + (long long)r * ld + c;
+    if (pair_ok && c + 1 < ncols) {
+      *reinterpret_cast<typename pair_of<U>::type*>(q) = f2_to_pair<U>(x);
+    } else {
+      if (c < ncols) q[0] = arch::from_float<U>(x.x);
+      if (c + 1 < ncols) q[1] = arch::from_float<U>(x.y);
     }
+  });
 }
 // Registers → shared: dst[dst_row0 + r, c] = src[r, src_col0 + c], converted to dst's type, in the
 // swizzled layout TMA stores and wgmma read. Each pair is one 4- or 8-byte st.shared; the swizzle
@@ -407,18 +412,13 @@ __device__ __forceinline__ void store(st<U, RD, C, SW>& dst, int dst_row0, const
 template <typename T, int R, int C>
 __device__ __forceinline__ void store_add(float* dst, long long ld, int nrows, int ncols, const rt<T, R, C>& src,
                                           int row0, int col0) {
-  const int th = wg_thread();
-#pragma unroll
-  for (int s = 0; s < src.slices; ++s)
-#pragma unroll
-    for (int p = 0; p < src.pairs; ++p) {
-      const int r = row0 + frag_row(th, s, p), c = col0 + frag_col(th, p);
-      if (r >= nrows) continue;
-      const float2 x = load_pair<T>(src.v[s][p]);
-      float* q = dst + (long long)r * ld + c;
-      if (c < ncols) atomicAdd(q, x.x);
-      if (c + 1 < ncols) atomicAdd(q + 1, x.y);
-    }
+  each_pair(src, row0, col0, [&](int s, int p, int r, int c) {
+    if (r >= nrows) return;
+    const float2 x = load_pair<T>(src.v[s][p]);
+    float* q = dst + (long long)r * ld + c;
+    if (c < ncols) atomicAdd(q, x.x);
+    if (c + 1 < ncols) atomicAdd(q + 1, x.y);
+  });
 }
 // A tile held transposed (src[r, c] is the logical element [c, r]) into a shared tile in the logical
 // orientation: dst[c, r] = src[r, c], 4-byte stores. For each register, a warp's lanes write 8
@@ -450,20 +450,15 @@ __device__ __forceinline__ void reduce_add_async(const tma_map* map, const st<fl
 // dst[r, c] = src[row0 + r, col0 + c]; elements outside (nrows, ncols) read 0.
 template <typename T, typename U, int R, int C>
 __device__ __forceinline__ void load(rt<T, R, C>& dst, const U* src, long long ld, int nrows, int ncols, int row0, int col0) {
-  const int th = wg_thread();
-#pragma unroll
-  for (int s = 0; s < dst.slices; ++s)
-#pragma unroll
-    for (int p = 0; p < dst.pairs; ++p) {
-      const int r = row0 + frag_row(th, s, p), c = col0 + frag_col(th, p);
-      float2 x = make_float2(0.f, 0.f);
-      if (r < nrows) {
-        const U* q = src + (long long)r * ld + c;
-        if (c < ncols) x.x = arch::to_float(q[0]);
-        if (c + 1 < ncols) x.y = arch::to_float(q[1]);
-      }
-      dst.v[s][p] = f2_to_pair<T>(x);
+  each_pair(dst, row0, col0, [&](int s, int p, int r, int c) {
+    float2 x = make_float2(0.f, 0.f);
+    if (r < nrows) {
+      const U* q = src + (long long)r * ld + c;
+      if (c < ncols) x.x = arch::to_float(q[0]);
+      if (c + 1 < ncols) x.y = arch::to_float(q[1]);
     }
+    dst.v[s][p] = f2_to_pair<T>(x);
+  });
 }
 
 // ================================================================ mma (wgmma, asynchronous)
