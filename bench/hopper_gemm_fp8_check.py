@@ -59,7 +59,7 @@ say(torch.cuda.get_device_name(), torch.__version__, torch.version.cuda)
 fails = 0
 cases = [(1, 1, 1), (1, 1, 16), (7, 130, 200), (130, 200, 384), (257, 300, 1000), (64, 128, 128), (300, 129, 4096),
          (512, 384, 7168), (1024, 1536, 7168),
-         # enough tiles for BN=256 with ping-pong (lower_fp8.choose_bn); an odd N takes the register epilogue
+         # enough tiles for BN=256 with ping-pong (lower_fp8.choose); an odd N takes the register epilogue
          (6144, 7168, 2304), (6144, 7167, 1000)]
 for i, (M, N, K) in enumerate(cases):
     for layout in ("kmajor", "transposed", "mixed"):

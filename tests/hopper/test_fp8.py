@@ -90,10 +90,13 @@ def test_wide_tiles_and_clusters():
         _lowered(BN=192)
     with pytest.raises(ValueError, match="cluster"):
         lower_fp8.fp8_source("bf16", cluster=4)
-    # the five issue-#9 shapes on the H200's 132 SMs: 256 only for the two large outputs (as measured)
-    picks = {(m, n): lower_fp8.choose_bn(m, n, 132) for m, n in
-             [(1024, 1536), (1024, 4608), (6144, 7168), (6144, 1536), (8192, 8192)]}
-    assert picks == {(1024, 1536): 128, (1024, 4608): 128, (6144, 7168): 256, (6144, 1536): 128, (8192, 8192): 256}
+    # the five issue-#9 shapes on the H200's 132 SMs: each shape's measured best (session 14,
+    # bench/hopper_fp8_notes.md): stream-K wherever the last wave is short, except with fewer tiles than SMs
+    picks = {(m, n, k): tuple(lower_fp8.choose(m, n, k, 132).values()) for m, n, k in
+             [(1024, 1536, 7168), (1024, 4608, 7168), (6144, 7168, 2304), (6144, 1536, 7168), (8192, 8192, 8192)]}
+    assert picks == {(1024, 1536, 7168): (128, False), (1024, 4608, 7168): (128, True), (6144, 7168, 2304): (256, True),
+                     (6144, 1536, 7168): (256, True), (8192, 8192, 8192): (256, True)}
+    assert lower_fp8.choose(1024, 4224, 4096, 132) == dict(BN=128, stream_k=False)  # 264 tiles: two whole waves
 
 
 def test_pingpong_option():

@@ -33,7 +33,7 @@ from . import gemm_probe, runtime
 
 ARCH = runtime.ARCH
 DEFAULTS = dict(stages=6, group_m=8, producer_regs=40, consumer_regs=232, epilogue="tma", overlap=True, cluster=1,
-                schedule="cooperative")
+                schedule="cooperative", stream_k=False)
 # What the lowering picks where the options leave it open: the CTA's N width (the tile program's BN is the
 # 128-wide scale block; 256 = two of its tiles per CTA). Set from the H200 measurements (bench/hopper_fp8_notes.md).
 LOWER_DEFAULTS = dict(BN=128)
@@ -42,13 +42,30 @@ LOWER_DEFAULTS = dict(BN=128)
 BN256_SPEEDUP = 1.08
 
 
-def choose_bn(M: int, N: int, sms: int) -> int:
-    """The CTA's N width for an M x N output on `sms` persistent CTAs: each CTA takes ceil(tiles / sms)
-    tiles in turn, so the run takes that many tile times; BN=256 tiles cost 2/BN256_SPEEDUP of a BN=128 one."""
-    def cost(bn, per_tile):
+# A split tile's extra cost under stream-K, in tile times: its fix-up (a partial sum stored, waited for and
+# added), and a second ramp and epilogue where a tile is cut (H200, session 14: fitted to the five issue
+# shapes, the model then picks each shape's measured best, bench/hopper_fp8_notes.md).
+SK_OVERHEAD = 0.3
+
+
+def choose(M: int, N: int, K: int, sms: int) -> dict:
+    """The CTA's N width and whether to split the last tiles along K (stream-K), for an M x N x K problem
+    on `sms` persistent CTAs. Dealt whole, each CTA takes ceil(tiles / sms) tiles in turn, so the run
+    takes that many tile times; split, tiles / sms of them plus SK_OVERHEAD. A BN=256 tile costs
+    2 / BN256_SPEEDUP of a BN=128 one."""
+    kblocks = -(-K // 128)
+    best = None
+    for bn, per_tile in ((128, 1.0), (256, 2 / BN256_SPEEDUP)):
         tiles = -(-M // 128) * -(-N // bn)
-        return -(-tiles // sms) * per_tile
-    return 256 if cost(256, 2 / BN256_SPEEDUP) < cost(128, 1.0) else 128
+        costs = [(-(-tiles // sms) * per_tile, False)]
+        if split_tiles(tiles, sms, kblocks):
+            costs.append(((tiles / sms + SK_OVERHEAD) * per_tile, True))
+        for cost, sk in costs:
+            if best is None or cost < best[0]:
+                best = (cost, bn, sk)
+    return dict(BN=best[1], stream_k=best[2])
+
+
 SMEM_LIMIT = gemm_probe.SMEM_LIMIT
 
 
@@ -75,8 +92,12 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
         raise ValueError(f"BM={BM} must be 64 rows per consumer warpgroup ({consumers} consumers)")
     if cfg["epilogue"] not in ("regs", "tma"):
         raise ValueError(f"epilogue must be 'regs' or 'tma', got {cfg['epilogue']!r}")
+    if cfg["stream_k"] not in (True, False):
+        raise TypeError(f"stream_k must be True or False, got {cfg['stream_k']!r}")
+    if cfg["stream_k"] and cfg["cluster"] != 1:
+        raise ValueError("stream_k splits tiles between single CTAs; it takes cluster=1")
     suffix = "_s{stages}_g{group_m}_{epilogue}".format(**cfg) + ("_ov" if cfg["overlap"] else "") \
-        + (f"_cl{cfg['cluster']}" if cfg["cluster"] > 1 else "") + ("_pp" if cfg["schedule"] == "pingpong" else "")
+        + (f"_cl{cfg['cluster']}" if cfg["cluster"] > 1 else "") + ("_pp" if cfg["schedule"] == "pingpong" else "") + ("_sk" if cfg["stream_k"] else "")
     name = (name or "tiles_gemm_fp8_{ot}_{BM}x{BN}x{BK}".format(ot=ot, **cfg)) + suffix
     smem = _smem(cfg, BM, BN, BK)
     if smem > SMEM_LIMIT:
@@ -145,6 +166,9 @@ class Fp8GemmLowering(Lowering):
         args = [("tma", A), ("tma", B), ("tma_out", C), ("ptr", C), ("ptr", SA), ("stride64", SA.strides[0]),
                 ("stride64", SA.strides[1]), ("ptr", SB), ("stride64", SB.strides[0]), ("stride64", SB.strides[2]),
                 ("dim", A.dims[0]), ("dim", B.dims[0]), ("dim", A.dims[1]), ("stride64", C.strides[0])]
+        if kern["cfg"]["stream_k"]:  # the launcher's: split_tiles and workspace
+            args += [("workspace", "f32 partial sums, BM x BN per CTA"), ("flags", "i32 per consumer warpgroup of a CTA"),
+                     ("i32", "tiles split along K")]
         return Lowered(kernel=self.k, backend="hopper", arch=self.arch, entry=kern["name"], source=kern["source"],
                        block=(kern["threads"], 1, 1), shared_bytes=kern["smem"], args=args,
                        headers=header_files(str(runtime.INCLUDE_DIR)),
@@ -162,7 +186,7 @@ class Fp8GemmLowering(Lowering):
         tma_out = C.stride(1) == 1 and (C.stride(0) * C.element_size()) % 16 == 0 and C.data_ptr() % 16 == 0
         options = {} if tma_out else {"epilogue": "regs"}
         if kwargs.get("BN", 128) == 128:  # one or two of the program's 128-wide tiles per CTA, by the tile count
-            options["BN"] = choose_bn(A.shape[0], B.shape[0], runtime.num_sms())
+            options.update(choose(A.shape[0], B.shape[0], A.shape[1], runtime.num_sms()))
             if options["BN"] == 256:
                 options["schedule"] = "pingpong"  # bench/hopper_fp8_notes.md, session 12
         key = (id(kfn.trace(A, B, SA, SB, C, **kwargs)), tuple(sorted(options.items())))
@@ -181,15 +205,52 @@ class Fp8GemmLowering(Lowering):
 
 _kernels: dict = {}  # (entry, source, device) -> loaded Kernel
 
+# A stream-K share shorter than this many K blocks spends more on filling its ring and passing its
+# partial sum on than the idle SMs it fills would give.
+MIN_SHARE = 4
+
+
+def split_tiles(tiles: int, slots: int, kblocks: int) -> int:
+    """How many of the last tiles stream-K splits over `slots` CTAs (schedule.h): none where the tiles
+    fill whole waves; else the partial last wave plus one whole wave, so that a share spans about one
+    and a half tiles and a head adds one or two partial sums, not the tens that splitting only the
+    partial wave's few tiles over every SM would give."""
+    rem = tiles % slots
+    if rem == 0:
+        return 0
+    sk = tiles if tiles < 2 * slots else rem + slots
+    if sk * kblocks < slots * MIN_SHARE or slots * sk * kblocks >= 2 ** 31:  # schedule.h counts in 32 bits
+        return 0
+    return sk
+
+
+_workspaces: dict = {}  # (device, stream) -> (partial sums, flags)
+
+
+def workspace(device, nbytes: int, nflags: int):
+    """Stream-K's partial sums and flags for launches on the current stream of `device`, grown as
+    needed. Launches on one stream run one after another, and each leaves every flag lowered."""
+    import torch
+
+    key = (str(device), torch.cuda.current_stream(device).cuda_stream)
+    ws, flags = _workspaces.get(key, (None, None))
+    if ws is None or ws.numel() < nbytes:
+        ws = torch.empty(nbytes, dtype=torch.uint8, device=device)
+    if flags is None or flags.numel() < nflags:
+        flags = torch.zeros(nflags, dtype=torch.int32, device=device)
+    _workspaces[key] = (ws, flags)
+    return ws, flags
+
 
 class _Kern:  # what gemm_probe._max_clusters reads of a kernel
     def __init__(self, name, smem_bytes, threads, cfg):
         self.name, self.smem_bytes, self.threads, self.cfg = name, smem_bytes, threads, cfg
 
 
-def bind(kern: dict, A, B, SA, SB, C):
+def bind(kern: dict, A, B, SA, SB, C, sms: Optional[int] = None):
     """Compile/load `kern` (fp8_source's dict) and return a zero-argument launcher for these tensors,
-    or None when there is nothing to compute. SB is the 3-D per-column view of the block scales."""
+    or None when there is nothing to compute. SB is the 3-D per-column view of the block scales.
+    `sms` caps the persistent grid below the SM count (tests use it to split tiles into many shares)."""
     import torch
 
     M, K = A.shape
@@ -214,15 +275,20 @@ def bind(kern: dict, A, B, SA, SB, C):
     map_b = runtime.tensor_map_2d(ops8[1], cfg["BN"] // cl, cfg["BK"])  # with multicast, each CTA fetches a share
     map_c = runtime.tensor_map_2d(C, 64, 128 // C.element_size()) if tma_out else runtime.null_map()
     ctiles = -(-M // (cfg["BM"] * cl)) * -(-N // cfg["BN"])
-    slots = runtime.num_sms() // cl
+    slots = (sms or runtime.num_sms()) // cl
     if cl > 1:
         slots = min(slots, gemm_probe._max_clusters(k, _Kern(kern["name"], kern["smem"], kern["threads"], cfg)))
-    grid = max(1, min(ctiles, slots)) * cl
     argv = [map_a, map_b, map_c, runtime.arg_ptr(C), runtime.arg_ptr(SA), runtime.arg_i64(SA.stride(0)),
             runtime.arg_i64(SA.stride(1)), runtime.arg_ptr(SB), runtime.arg_i64(SB.stride(0)),
             runtime.arg_i64(SB.stride(2)), runtime.arg_i32(M), runtime.arg_i32(N), runtime.arg_i32(K),
             runtime.arg_i64(C.stride(0))]
     keep = (ops8, SA, SB, C)  # what the raw pointers in argv point into outlives the launches
+    sk = split_tiles(ctiles, slots, -(-K // cfg["BK"])) if cfg["stream_k"] else 0
+    grid = (slots if sk else max(1, min(ctiles, slots))) * cl
+    if cfg["stream_k"]:
+        ws, flags = workspace(C.device, grid * cfg["BM"] * cfg["BN"] * 4, grid * cfg["consumers"])
+        argv += [runtime.arg_ptr(ws), runtime.arg_ptr(flags), runtime.arg_i32(sk)]
+        keep += (ws, flags)
 
     def go():
         _ = keep
@@ -231,8 +297,8 @@ def bind(kern: dict, A, B, SA, SB, C):
 
 
 def launcher(a, b, a_scale, b_scale, out=None, **cfg):
-    """tiles.gemm_fp8's problem on a chosen configuration (fp8_source options), for tuning:
-    (go, out). a (M, K), b (N, K) float8_e4m3fn; scales as tiles.gemm_fp8 takes them."""
+    """tiles.gemm_fp8's problem on a chosen configuration (fp8_source options, and `sms`: bind's), for
+    tuning: (go, out). a (M, K), b (N, K) float8_e4m3fn; scales as tiles.gemm_fp8 takes them."""
     import torch
 
     M, N = a.shape[0], b.shape[0]
@@ -240,4 +306,5 @@ def launcher(a, b, a_scale, b_scale, out=None, **cfg):
     if not (out.stride(1) == 1 and (out.stride(0) * out.element_size()) % 16 == 0 and out.data_ptr() % 16 == 0):
         cfg = dict(cfg, epilogue="regs")  # TMA stores need 16-byte aligned rows
     sb = b_scale.unsqueeze(1).expand(b_scale.shape[0], 128, b_scale.shape[1])
-    return bind(fp8_source(out.dtype, **cfg), a, b, a_scale, sb, out), out
+    sms = cfg.pop("sms", None)
+    return bind(fp8_source(out.dtype, **cfg), a, b, a_scale, sb, out, sms=sms), out

@@ -103,6 +103,28 @@ __device__ __forceinline__ uint4 ld_global_nc_v4(const void* p) {
   return r;
 }
 
+// ---------------------------------------------------------------- flags between CTAs (schedule.h)
+// A CTA publishes data in global memory to another CTA with `flag_release` after its own writes (and,
+// through a barrier, its warpgroup's); the reader's `flag_acquire` then sees them. GPU scope: the two
+// CTAs run on different SMs. The data itself is read with `ld_global_cg` (L2, not this SM's L1, which
+// is not coherent with other SMs' writes).
+__device__ __forceinline__ void flag_release(int* flag, int value) {
+  asm volatile("fence.acq_rel.gpu;\n\tst.relaxed.gpu.global.s32 [%0], %1;" ::"l"(flag), "r"(value) : "memory");
+}
+__device__ __forceinline__ int flag_acquire(const int* flag) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(flag) : "memory");
+  return v;
+}
+__device__ __forceinline__ void flag_store(int* flag, int value) {
+  asm volatile("st.relaxed.gpu.global.s32 [%0], %1;" ::"l"(flag), "r"(value) : "memory");
+}
+__device__ __forceinline__ float2 ld_global_cg(const float2* p) {
+  float2 r;
+  asm volatile("ld.global.cg.v2.f32 {%0, %1}, [%2];" : "=f"(r.x), "=f"(r.y) : "l"(p));
+  return r;
+}
+
 // ---------------------------------------------------------------- register budget (setmaxnreg)
 // Takes effect only when the kernel has a register cap at entry (__launch_bounds__(threads, 1)); every
 // thread of the warpgroup must execute it (.sync.aligned).

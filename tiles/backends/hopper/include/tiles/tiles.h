@@ -5,3 +5,4 @@
 #include "rt.h"
 #include "ops.h"
 #include "tma.h"
+#include "schedule.h"
