@@ -5,7 +5,9 @@ compute-sanitizer (memcheck, racecheck, synccheck, initcheck) runs over.
 
 `--only attention` runs the attention workloads alone, with one more whose grids hold more programs
 than the GPU has SMs, so that persistent CTAs walk several (the causal pairs, the turns that run on
-across programs, Q released in a program's last iteration).
+across programs, Q released in a program's last iteration). `--only gemm_fp8` runs the fp8 GEMM with
+its last tiles split along K (stream-K): at an issue shape where the launcher splits them, and on grids
+of a few CTAs, at both tile widths, where tiles split into many shares.
 """
 import sys
 
@@ -18,7 +20,25 @@ dev = torch.device("cuda")
 be = backends.for_device(dev)
 torch.manual_seed(0)
 ran = []
-only_attention = sys.argv[1:] == ["--only", "attention"]
+only = sys.argv[2] if sys.argv[1:2] == ["--only"] else None
+if only not in (None, "attention", "gemm_fp8"):
+    sys.exit(f"--only takes attention or gemm_fp8, got {only!r}")
+only_attention = only == "attention"
+if only == "gemm_fp8":
+    from tiles.backends.hopper import lower_fp8
+    from tiles.bench import fp8
+
+    x = fp8.make_set(1024, 4608, 2048, dev, 0)  # 288 tiles for 132 SMs: the launcher splits the last 156
+    assert lower_fp8.choose(1024, 4608, 2048, torch.cuda.get_device_properties(0).multi_processor_count)["stream_k"]
+    tiles.gemm_fp8(x["a"], x["b"], x["sa"], x["sb"], backend=be.name)
+    for (M, N, K), grid, cfg in (((300, 129, 4096), 4, {}), ((257, 300, 1000), 7, {}),
+                                 ((384, 640, 1024), 4, dict(BN=256, stages=4, schedule="pingpong"))):
+        x = fp8.make_set(M, N, K, dev, 1)
+        go, _ = lower_fp8.launcher(x["a"], x["b"], x["sa"], x["sb"], stream_k=True, sms=grid, **cfg)
+        go()
+    torch.cuda.synchronize()
+    print("sanitize_suite: ran gemm_fp8 stream-K")
+    sys.exit(0)
 if be.supports("gemm") and not only_attention:
     a = torch.randn(130, 200, device=dev, dtype=torch.bfloat16)
     b = torch.randn(200, 270, device=dev, dtype=torch.bfloat16)

@@ -3,7 +3,7 @@ kernel (this script's copy only) and written past the end of the partial-sum wor
 
     PYTHONPATH=. python3 bench/stream_k_trace.py
 
-Per consumer warpgroup 0 of each CTA: kernel start, first split unit's start, the head's loop end,
+Per consumer warpgroup 0 of each CTA: kernel start, the start of its share of the split tiles, the head's loop end,
 the head's end of waiting for the other shares, a later share's loop end, the consumer's end.
 Prints the distribution over CTAs (microseconds from the earliest start).
 """
@@ -27,11 +27,10 @@ def traced_source(src: str) -> str:
     put('extern "C" __global__', GTIMER, after=False)
     put("    arch::reg_inc<CONSUMER_REGS>();\n",
         "    long long* trace = (long long*)(ws + gridDim.x * CONSUMERS * (acc_t::pairs * 128)) + blockIdx.x * 8;\n"
-        "    const bool tr = threadIdx.x == 128;\n    bool first_sk = true;\n"
+        "    const bool tr = threadIdx.x == 128;\n"
         f"    if (tr) trace[0] = {STAMP};\n")
-    put("      tm = tm * CLUSTER + rank;\n      zero(acc);",
-        f"\n      if (tr && first_sk && !w.whole(kblocks)) {{ trace[1] = {STAMP}; first_sk = false; }}")
-    put("        const int last = walk.last_share();\n", f"        if (tr) trace[2] = {STAMP};\n", after=False)
+    put("\n    split_share<CLUSTER> share(ctiles, kblocks, sk_tiles);", f"\n    if (tr) trace[1] = {STAMP};", after=False)
+    put("        const int last = share.last_share();\n", f"        if (tr) trace[2] = {STAMP};\n", after=False)
     put("          add_partial(acc, ws + (s * CONSUMERS + cw) * (acc_t::pairs * 128));\n        }\n",
         f"        if (tr) trace[3] = {STAMP};\n")
     put("          store_partial(ws + part_id * (acc_t::pairs * 128), acc);\n", f"          if (tr) trace[4] = {STAMP};\n",
@@ -70,7 +69,7 @@ def main():
         ntiles = -(-M // 128) * -(-N // cfg.get("BN", 128))
         sk = lower_fp8.split_tiles(ntiles, sms, -(-K // 128))
         print(f"--- {M}x{N}x{K} {cfg or 'BN=128'}: {ntiles} tiles, {sk} split", flush=True)
-        for c, what in enumerate(["start", "first split unit", "head loop end", "head waited", "share loop end", "end"]):
+        for c, what in enumerate(["start", "share start", "head loop end", "head waited", "share loop end", "end"]):
             v = rel(c)
             if v:
                 print(f"  {what:18} n={len(v):3} min {min(v):7.1f} med {statistics.median(v):7.1f} max {max(v):7.1f} us")

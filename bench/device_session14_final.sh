@@ -1,0 +1,20 @@
+#!/bin/sh
+# Session 14's closing checks on the H200: the GPU test suites (hopper incl. stream-K, portability incl.
+# the fused backward, cdna-emu), then compute-sanitizer over the fp8 GEMM's stream-K paths.
+#   sh bench/device_session14_final.sh
+# The benchmark follows in its own call: TILES_COMMIT=$(git rev-parse --short HEAD) sh bench/device_session14_bench.sh
+set -u
+export PYTHONPATH=. PYTHONUNBUFFERED=1 TILES_CACHE_DIR=/tmp/tiles-cache
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
+timeout 270 python3 -m pytest -q -p no:cacheprovider -n 8 -W ignore tests/cdna_emu tests/portability tests/hopper \
+    tests/test_attention_fused.py -rfs --tb=short > "$OUT/tests.txt" 2>&1
+grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/tests.txt" | cut -c1-200 | head -30
+python3 bench/sanitize_suite.py --only gemm_fp8 2>&1 | tail -1  # warm the kernel cache outside the sanitizers
+for tool in racecheck synccheck memcheck; do
+    echo "== $tool" | tee -a "$OUT/sanitizer.txt"
+    timeout 90 compute-sanitizer --tool $tool --report-api-errors no --print-limit 2 \
+        python3 bench/sanitize_suite.py --only gemm_fp8 2>&1 \
+        | grep -E "ERROR SUMMARY|RACECHECK SUMMARY|sanitize_suite:|Invalid|Race|Barrier|Hazard" | sort | uniq -c | head -12 \
+        | tee -a "$OUT/sanitizer.txt"
+done
