@@ -258,7 +258,7 @@ def fused(seqs="1024,4096,16384"):
 
 # schedule choices of the warp-specialized lowering, on top of what the backend launches (config + SCHEDULES)
 FOLD = {"base": {}, "nofold": {"fold": False}, "noearly": {"early_release": False}, "nowindow": {"window": False},
-        "nocont": {"continuous_turns": False},
+        "nocont": {"continuous_turns": False}, "nouniform": {"uniform_warpgroup": False},
         "old": {"fold": False, "early_release": False, "window": False, "continuous_turns": False}}
 
 
@@ -300,7 +300,7 @@ def schedule(seqs="512,1024,4096,16384", only=None, dims=(128, 64)):
                 for kname, flops in (("attention_fwd", f), ("attention_bwd_dq", 1.5 * f), ("attention_bwd_dkdv", 2 * f)):
                     variants = FOLD
                     if kname == "attention_bwd_dkdv":  # reads its one-shot K, V across the query-head loop
-                        variants = {n: FOLD[n] for n in ("base", "nofold", "nocont", "nowindow")}
+                        variants = {n: FOLD[n] for n in ("base", "nofold", "nocont", "nowindow", "nouniform")}
                     if only:
                         variants = {n: v for n, v in variants.items() if n in only}
                     if not causal:  # the L2 windows are a causal walk's

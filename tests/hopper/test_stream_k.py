@@ -115,6 +115,8 @@ def test_stream_k_kernels_compile(tmp_path):
         loops = [body for body in _mainloops(sass) if len(body) <= 1.25 * size]
         assert len(loops) == 2 and all(any("ULOP3" in i for i in body) and not any("BSSY" in i for i in body)
                                        for body in loops)
+        # descriptors built in uniform registers (the warpgroup index through a shuffle): no copies into them
+        assert all(sum("R2UR" in i for i in body) <= 1 for body in loops), [sum("R2UR" in i for i in b) for b in loops]
         # the flag's release and acquire at GPU scope
         assert "MEMBAR.ALL.GPU" in sass or "MEMBAR.SC.GPU" in sass
         plain = lower_fp8.fp8_source("bf16", **cfg)["source"]

@@ -42,8 +42,11 @@ The schedule (templates/attention.cu.j2) comes from the kernel's overlap pattern
   FFMA and one EX2 an element, exact for a positive scale, which every launch checks (plan_fold);
   `early_release` frees a one-shot tile (Q) in the loop's last iteration, so the next program's
   copy loads under this one's last softmax and epilogue;
-  `continuous_turns` keeps PingPong's turns running across programs. bench/hopper_notes.md has the
-  measurements behind each default.
+  `continuous_turns` keeps PingPong's turns running across programs;
+  `uniform_warpgroup` hands the consumer warpgroup's index through a warp shuffle, so ptxas sees it
+  is the same in every lane and keeps the wgmma descriptors built from it in uniform registers (else
+  it builds them in vector registers and copies each back before its wgmma). bench/hopper_notes.md
+  has the measurements behind each default.
 
 Scalars (program ids, sizes, strides, loop bounds, mask offsets) are the IR's own expressions rendered
 by `Lowering.expr`. Global tensors are read through rank-4 TMA maps (any row/head strides that TMA
@@ -163,7 +166,7 @@ class WarpSpecializedLowering(Lowering):
             self.consumers = rows // 64 if rows in (128, 192) else (2 if rows % 128 == 0 else 1)
         # launch-time overrides (benchmark variants): stages, consumers, pingpong
         known = {"stages", "consumers", "pingpong", "rotate", "hoist", "persistent", "order", "fold", "early_release",
-                 "window", "continuous_turns"}
+                 "window", "continuous_turns", "uniform_warpgroup"}
         unknown = set(self.options) - known
         if unknown:
             self._fail(f"unknown options {sorted(unknown)} (known: {sorted(known)})")
@@ -1005,6 +1008,7 @@ class WarpSpecializedLowering(Lowering):
                    grid=[self.expr(g) for g in k.grid], persistent=self.persistent,
                    order=self.order, reverse=self.reverse, window=self.window_bytes is not None,
                    window_bytes=self.window_bytes, window_mb=WINDOW_MB, window_note=self.window_note,
+                   uniform_warpgroup=bool(self.options.get("uniform_warpgroup", True)),
                    transposed=", ".join(t.name for t in k.tiles if t.kind == "reg" and t in self.flipped),
                    col_vectors=", ".join(t.name for t in k.tiles if t.kind == "vec" and t in self.flipped))
         src = self.env.get_template("attention.cu.j2").render(**ctx)
@@ -1042,11 +1046,14 @@ class WarpSpecializedLowering(Lowering):
     SCHEDULES = {("attention_bwd_dq", 128): {"pingpong": True},    # 1.25-1.38x over BM=64, 1.21-1.37x without
                  # turns: +1 to +6 %. The scale folded into the exponent: 1-5% slower here at 5 of 8
                  # shapes, in two runs (bench/hopper_notes.md, session 13)
-                 ("attention_bwd_dkdv", 64): {"pingpong": True, "fold": False},
+                 # The warpgroup index through a shuffle: 1-3.5 % slower here, 2-10 % faster for dK/dV
+                 # at D = 128 without a mask and for the forward and dQ (bench/hopper_notes.md, session 14)
+                 ("attention_bwd_dkdv", 64): {"pingpong": True, "fold": False, "uniform_warpgroup": False},
                  # dK, dV (128 registers) + the dQ block: the persistent loop's own registers make
                  # ptxas spill (112 bytes); one CTA per program does not. Not rotated: dK's wgmma is
-                 # issued right after dQ's and runs while dQ is staged for its reduce
-                 ("attention_bwd_fused", 128): {"persistent": False, "rotate": False}}
+                 # issued right after dQ's and runs while dQ is staged for its reduce. With the warpgroup
+                 # index through a shuffle, ptxas spills here too.
+                 ("attention_bwd_fused", 128): {"persistent": False, "rotate": False, "uniform_warpgroup": False}}
 
     _lowered_cache: Dict[tuple, Lowered] = {}
     _kernel_cache: Dict[tuple, object] = {}

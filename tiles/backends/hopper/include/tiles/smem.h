@@ -72,6 +72,11 @@ template <typename ST> __device__ __forceinline__ u64 desc_kmajor(const ST& t, i
          swizzle_mode<ST::swizzle_bytes>::desc_bits;
 }
 
+// The descriptor `bytes` further on in the same tile: the start address field (bits 0-13, in 16-byte
+// units) is the only one that changes, and shared memory addresses stay below 2^18, so the field never
+// carries into the next. One add per wgmma where desc_kmajor is a few shifts, masks and ors.
+__device__ __forceinline__ u64 desc_advance(u64 desc, u32 bytes) { return desc + (bytes >> 4); }
+
 // Descriptor of the MN-major operand (rows are K) at k-step `k16`, starting at column chunk `chunk0`.
 template <typename ST> __device__ __forceinline__ u64 desc_mnmajor(const ST& t, int k16, int chunk0 = 0) {
   static_assert(sizeof(typename ST::dtype) == 2, "wgmma operands here are 16-bit");
