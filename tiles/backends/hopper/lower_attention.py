@@ -1046,8 +1046,8 @@ class WarpSpecializedLowering(Lowering):
     SCHEDULES = {("attention_bwd_dq", 128): {"pingpong": True},    # 1.25-1.38x over BM=64, 1.21-1.37x without
                  # turns: +1 to +6 %. The scale folded into the exponent: 1-5% slower here at 5 of 8
                  # shapes, in two runs (bench/hopper_notes.md, session 13)
-                 # The warpgroup index through a shuffle: 1-3.5 % slower here, 2-10 % faster for dK/dV
-                 # at D = 128 without a mask and for the forward and dQ (bench/hopper_notes.md, session 14)
+                 # The warpgroup index through a shuffle: 1-3.5 % slower here (dK/dV at D = 128: 3-10 %
+                 # faster without a mask at S >= 2k; forward and dQ faster: bench/hopper_notes.md, session 14)
                  ("attention_bwd_dkdv", 64): {"pingpong": True, "fold": False, "uniform_warpgroup": False},
                  # dK, dV (128 registers) + the dQ block: the persistent loop's own registers make
                  # ptxas spill (112 bytes); one CTA per program does not. Not rotated: dK's wgmma is
