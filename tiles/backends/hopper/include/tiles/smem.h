@@ -60,29 +60,32 @@ template <typename T, int R, int C, int SW = 128> struct alignas(1024) st {
 // The 14-bit descriptor fields hold byte quantities >> 4.
 __device__ __forceinline__ u64 desc_field(u32 bytes) { return u64((bytes & 0x3FFFF) >> 4); }
 
+// The descriptor `bytes` further on in the same tile: the start address field (bits 0-13, in 16-byte
+// units) is the only one that changes, and shared memory addresses stay below 2^18, so the field never
+// carries into the next. One add per wgmma where building the descriptor is a few shifts, masks and ors.
+__device__ __forceinline__ u64 desc_advance(u64 desc, u32 bytes) { return desc + (bytes >> 4); }
+
 // Descriptor of the K-major 64 x 16 (or 64 x N) operand that starts at row `row0`, k-step `k16`.
 // One k-step is 32 bytes of a row: 16 columns of a 16-bit type (k16 wgmma), 32 of an 8-bit one (k32).
+// Built as the k-step 0 descriptor plus the step's offset (a constant in an unrolled loop), so the
+// k-steps of one operand share one descriptor build.
 template <typename ST> __device__ __forceinline__ u64 desc_kmajor(const ST& t, int row0, int k16) {
   constexpr int steps_per_chunk = ST::swizzle_bytes / 32;
   static_assert(sizeof(typename ST::dtype) == 2 || sizeof(typename ST::dtype) == 1,
                 "wgmma operands here are 16-bit or 8-bit");
-  const u32 a = t.addr() + u32(k16 / steps_per_chunk) * ST::chunk_bytes + u32(row0) * ST::swizzle_bytes +
-                u32(k16 % steps_per_chunk) * 32;
-  return desc_field(a) | (desc_field(16) << 16) | (desc_field(8 * ST::swizzle_bytes) << 32) |
-         swizzle_mode<ST::swizzle_bytes>::desc_bits;
+  const u32 a = t.addr() + u32(row0) * ST::swizzle_bytes;
+  const u64 d = desc_field(a) | (desc_field(16) << 16) | (desc_field(8 * ST::swizzle_bytes) << 32) |
+                swizzle_mode<ST::swizzle_bytes>::desc_bits;
+  return desc_advance(d, u32(k16 / steps_per_chunk) * ST::chunk_bytes + u32(k16 % steps_per_chunk) * 32);
 }
-
-// The descriptor `bytes` further on in the same tile: the start address field (bits 0-13, in 16-byte
-// units) is the only one that changes, and shared memory addresses stay below 2^18, so the field never
-// carries into the next. One add per wgmma where desc_kmajor is a few shifts, masks and ors.
-__device__ __forceinline__ u64 desc_advance(u64 desc, u32 bytes) { return desc + (bytes >> 4); }
 
 // Descriptor of the MN-major operand (rows are K) at k-step `k16`, starting at column chunk `chunk0`.
 template <typename ST> __device__ __forceinline__ u64 desc_mnmajor(const ST& t, int k16, int chunk0 = 0) {
   static_assert(sizeof(typename ST::dtype) == 2, "wgmma operands here are 16-bit");
-  const u32 a = t.addr() + u32(chunk0) * ST::chunk_bytes + u32(k16) * 16 * ST::swizzle_bytes;
-  return desc_field(a) | (desc_field(ST::chunk_bytes) << 16) | (desc_field(8 * ST::swizzle_bytes) << 32) |
-         swizzle_mode<ST::swizzle_bytes>::desc_bits;
+  const u32 a = t.addr() + u32(chunk0) * ST::chunk_bytes;
+  const u64 d = desc_field(a) | (desc_field(ST::chunk_bytes) << 16) | (desc_field(8 * ST::swizzle_bytes) << 32) |
+                swizzle_mode<ST::swizzle_bytes>::desc_bits;
+  return desc_advance(d, u32(k16) * 16 * ST::swizzle_bytes);
 }
 
 // Bump allocator over the dynamic shared memory window; every tile lands 1024-byte aligned.
