@@ -13,7 +13,9 @@ Lowering options (fp8_source's): BN=256 puts two of the program's 128-wide N til
 B scale blocks; the promotion runs per N half), cluster=2 pairs CTAs along M that share each B tile
 through TMA multicast, schedule="pingpong" (BN=256: the two consumer warpgroups take turns issuing their
 wgmmas, ordered by named barriers, so one promotes while the other's run; +0.7 to +1.4 % on the H200, the
-launcher's choice with BN=256), plus stages, group_m, overlap, epilogue and the register split.
+launcher's choice with BN=256), stream_k=True splits the last waves' tiles along K over every SM
+(include/tiles/schedule.h; the launcher passes a workspace and picks width and split with `choose`),
+plus stages, group_m, overlap, epilogue and the register split.
 
 The four ops after the mma become one fused promotion (acc += part * (sa[row] * sb)) per thread.
 The grid becomes persistent CTAs visiting the same tiles in grouped order. Hopper's fp8 wgmma reads
