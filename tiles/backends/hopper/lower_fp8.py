@@ -35,7 +35,7 @@ from . import gemm_probe, runtime
 
 ARCH = runtime.ARCH
 DEFAULTS = dict(stages=6, group_m=8, producer_regs=40, consumer_regs=232, epilogue="tma", overlap=True, cluster=1,
-                schedule="cooperative", stream_k=False)
+                schedule="cooperative", stream_k=False, clamp_scales=False)
 # What the lowering picks where the options leave it open: the CTA's N width (the tile program's BN is the
 # 128-wide scale block; 256 = two of its tiles per CTA). Set from the H200 measurements (bench/hopper_fp8_notes.md).
 LOWER_DEFAULTS = dict(BN=128)
@@ -94,12 +94,15 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
         raise ValueError(f"BM={BM} must be 64 rows per consumer warpgroup ({consumers} consumers)")
     if cfg["epilogue"] not in ("regs", "tma"):
         raise ValueError(f"epilogue must be 'regs' or 'tma', got {cfg['epilogue']!r}")
-    if cfg["stream_k"] not in (True, False):
+    if not isinstance(cfg["stream_k"], bool):
         raise TypeError(f"stream_k must be True or False, got {cfg['stream_k']!r}")
+    if not isinstance(cfg["clamp_scales"], bool):
+        raise TypeError(f"clamp_scales must be True or False, got {cfg['clamp_scales']!r}")
     if cfg["stream_k"] and cfg["cluster"] != 1:
         raise ValueError("stream_k splits tiles between single CTAs; it takes cluster=1")
     suffix = "_s{stages}_g{group_m}_{epilogue}".format(**cfg) + ("_ov" if cfg["overlap"] else "") \
-        + (f"_cl{cfg['cluster']}" if cfg["cluster"] > 1 else "") + ("_pp" if cfg["schedule"] == "pingpong" else "") + ("_sk" if cfg["stream_k"] else "")
+        + (f"_cl{cfg['cluster']}" if cfg["cluster"] > 1 else "") + ("_pp" if cfg["schedule"] == "pingpong" else "") + ("_sk" if cfg["stream_k"] else "") \
+        + ("_cs" if cfg["clamp_scales"] else "")
     name = (name or "tiles_gemm_fp8_{ot}_{BM}x{BN}x{BK}".format(ot=ot, **cfg)) + suffix
     smem = _smem(cfg, BM, BN, BK)
     if smem > SMEM_LIMIT:

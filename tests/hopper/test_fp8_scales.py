@@ -1,0 +1,74 @@
+"""The fp8 GEMM's `clamp_scales` option (prepared in session 14, off by default until measured): rows
+past M and a block past N read the last row's / block's scales instead of a predicated zero, so every
+scale load in the loop is unconditional. Their products are never stored, so the stored output must be
+bitwise what the checked loads give. On the CPU: the option renders and compiles, with fewer loop
+instructions and no spills. On an sm_90 GPU: bitwise equality with the checked loads at shapes with M
+and N tails (both widths, with and without stream-K) and the float64 bound."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tiles.backends.hopper import lower_fp8
+
+CONFIGS = {"bn128": {}, "bn256_pingpong": dict(BN=256, stages=4, schedule="pingpong"),
+           "bn128_sk": dict(stream_k=True), "bn256_pingpong_sk": dict(BN=256, stages=4, schedule="pingpong",
+                                                                         stream_k=True)}
+
+
+def test_option_renders_and_compiles(tmp_path):
+    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python (cuda.bindings.nvrtc) is not installed")
+    from tiles.backends.hopper import runtime
+    from test_compile import assert_no_spills  # tests/hopper is on sys.path
+    from test_fp8 import _sass
+    from test_stream_k import _mainloops
+
+    try:
+        runtime.nvrtc_version()
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"NVRTC is not loadable: {e}")
+    assert lower_fp8.DEFAULTS["clamp_scales"] is False
+    with pytest.raises(TypeError, match="clamp_scales"):
+        lower_fp8.fp8_source("bf16", clamp_scales=1)
+    for cfg in CONFIGS.values():
+        sizes = {}
+        for clamp in (False, True):
+            k = lower_fp8.fp8_source("bf16", clamp_scales=clamp, **cfg)
+            assert k["name"].endswith("_cs") == clamp
+            assert ("a0 ? a0[kb * sa_k] : 0.f" in k["source"]) != clamp
+            c = runtime.compile_cuda(k["source"], name=k["name"] + ".cu", cache=False)
+            assert_no_spills(c, k["name"], tmp_path)
+            sizes[clamp] = min(len(body) for body in _mainloops(_sass(c.cubin, tmp_path)))
+        assert sizes[True] < sizes[False], sizes  # no predicates or null tests on the scale loads
+
+
+def _gpu():
+    from tiles import backends
+    ok, why = backends.get("hopper").available()
+    if not (ok and torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)):
+        pytest.skip(f"needs an sm_90 GPU with the hopper backend ({why or 'no sm_90 device'})")
+
+
+@pytest.mark.parametrize("cfg", list(CONFIGS))
+@pytest.mark.parametrize("mnk,grid", [((7, 130, 200), None), ((257, 300, 1000), 7), ((300, 129, 4096), 4),
+                                      ((1000, 1000, 2048), None)])
+def test_clamped_scales_store_the_same_bits_on_the_gpu(cfg, mnk, grid):
+    _gpu()
+    from tiles.bench import fp8
+
+    M, N, K = mnk
+    x = fp8.make_set(M, N, K, torch.device("cuda"), M + 3 * N + K)
+    outs = {}
+    for clamp in (False, True):
+        out = torch.full((M, N), float("nan"), dtype=torch.bfloat16, device="cuda")
+        go, out = lower_fp8.launcher(x["a"], x["b"], x["sa"], x["sb"], out=out, sms=grid, clamp_scales=clamp,
+                                     **CONFIGS[cfg])
+        go()
+        outs[clamp] = out
+    torch.cuda.synchronize()
+    assert not torch.isnan(outs[True]).any()
+    assert torch.equal(outs[True], outs[False])
+    ref = fp8.reference(x)
+    lp = torch.matmul(x["a_bf"], x["b_bf"].t()).double()
+    fl = 2 * ((ref + 0.3 - 0.3) - ref).abs().max().item()
+    assert (outs[True].double() - ref).abs().max().item() <= 2 * (lp - ref).abs().max().item() + fl + 1e-9
