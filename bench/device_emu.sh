@@ -1,9 +1,7 @@
 #!/bin/sh
 # One device call for backend="cdna-emu": the planted-bug tests, then the portability suite through the
 # emulated CDNA arch layer for both targets (forward and backward). Usage (device tool): sh bench/device_emu.sh [PYTEST_K]
-set -u
-export PYTHONPATH=. PYTHONUNBUFFERED=1 TILES_CACHE_DIR=/tmp/tiles-cache
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+. bench/device_env.sh
 K=${1:-cdna-emu}
 N=""; python3 -c "import xdist" 2>/dev/null && N="-n 8"
 nvidia-smi --query-gpu=name,driver_version --format=csv | tee "$OUT/gpu.txt"

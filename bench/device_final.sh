@@ -2,9 +2,7 @@
 # The closing device call of a session: the portability suite on every backend the GPU runs (hopper,
 # and cdna-emu for gfx942 and gfx950 with the emulator's planted-bug tests), then the standard benchmark
 # (gemm, gemm_fp8, attention forward and backward; compile and cached-load times from empty caches).
-set -u
-export PYTHONPATH=. PYTHONUNBUFFERED=1 TILES_CACHE_DIR=/tmp/tiles-cache
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+. bench/device_env.sh
 N=""; python3 -c "import xdist" 2>/dev/null && N="-n 8"
 python3 -m pytest -q -p no:cacheprovider $N -W ignore tests/cdna_emu tests/portability -rfs --tb=short \
     > "$OUT/tests.txt" 2>&1

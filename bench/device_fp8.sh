@@ -1,8 +1,6 @@
 #!/bin/sh
 # One device call for the fp8 GEMM (issue #9): correctness + variants, then the benchmark rows.
-set -u
-export PYTHONPATH=. PYTHONUNBUFFERED=1 TILES_CACHE_DIR=/tmp/tiles-cache
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+. bench/device_env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw --format=csv | tee "$OUT/gpu.txt"
 python3 bench/hopper_gemm_fp8_check.py 2>&1 | tail -80
 python3 -m tiles.bench run --suite quick --kernels gemm_fp8 --reps ${REPS:-20} --budget ${BUDGET:-0.5} \

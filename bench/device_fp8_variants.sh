@@ -3,9 +3,7 @@
 # variant that hangs or fails is left out), then correctness + interleaved timing of the survivors.
 # FP8_VARIANTS=a,b (optional) keeps only those variants next to base/base_again, e.g.
 #   FP8_VARIANTS=bn256,bn256_pp sh bench/device_fp8_variants.sh   # the prepared ping-pong schedule
-set -u
-export PYTHONPATH=. PYTHONUNBUFFERED=1 TILES_CACHE_DIR=${TILES_CACHE_DIR:-$PWD/.tc_fp8}
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+. bench/device_env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
 timeout ${SMOKE_S:-100} python3 bench/hopper_fp8_variants.py --smoke 2>&1 | tee "$OUT/smoke.txt"
 ok=$(grep '^OKVAR' "$OUT/smoke.txt" | cut -d' ' -f2 | paste -sd, -)

@@ -2,9 +2,7 @@
 # attention_bwd_fused on the H200: the backward's correctness checks (float64 reference, 14 shapes;
 # D = 128 now runs the fused kernel), racecheck + memcheck on a small GQA causal backward, then
 # split vs fused timing through autograd.
-set -u
-export PYTHONPATH=. PYTHONUNBUFFERED=1 TILES_CACHE_DIR=/tmp/tiles-cache
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+. bench/device_env.sh
 timeout 120 python3 bench/hopper_attention_bwd_check.py --phases check 2>&1 | tail -4
 cat > /tmp/small_bwd.py <<'PY'
 import torch, tiles

@@ -4,9 +4,7 @@
 #  2. the first tiles call of a process now that eager calls skip the custom-op dispatch, and the
 #     compile / cached-load times (tiles.bench.run.compile_times);
 #  3. the prepared fp8 GEMM variants against the default and the baselines (bench/hopper_fp8_variants.py).
-set -u
-export PYTHONPATH=. PYTHONUNBUFFERED=1 TILES_CACHE_DIR=/tmp/tiles-cache
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+. bench/device_env.sh
 python3 bench/sanitize_suite.py 2>&1 | tail -1  # warm the cache outside the sanitizer
 compute-sanitizer --tool initcheck --report-api-errors no --print-limit 3 python3 bench/sanitize_suite.py 2>&1 \
     | grep -E "SUMMARY|sanitize_suite:|Uninitialized" | sort | uniq -c | tee "$OUT/initcheck.txt"

@@ -2,9 +2,7 @@
 # The GPU half of the reliability issue, in one device call: the > 2^31-element and CUDA-graph tests,
 # the four compute-sanitizer tools over every suite kernel (bench/sanitize_suite.py), and the initcheck
 # experiment that explains the GEMM's reports (bench/initcheck_tma.py). Usage: sh bench/device_reliability.sh
-set -u
-export PYTHONPATH=. PYTHONUNBUFFERED=1 TILES_CACHE_DIR=/tmp/tiles-cache
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+. bench/device_env.sh
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 compute-sanitizer --version | tail -1 | tee -a "$OUT/gpu.txt"
 python3 -m pytest -q -p no:cacheprovider -W ignore tests/hopper/test_large_index.py tests/hopper/test_graph_capture.py \

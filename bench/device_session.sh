@@ -2,9 +2,7 @@
 # One device call that measures and checks what the H200 can show (see the closing note):
 # the benchmark suite, the GPU tests, and compute-sanitizer over every suite kernel the backend lowers.
 # Usage (device tool): [KERNELS=gemm,attention_fwd] sh bench/device_session.sh [quick|standard] [PYTEST_FILTER]
-set -u
-export PYTHONPATH=. PYTHONUNBUFFERED=1 TILES_CACHE_DIR=/tmp/tiles-cache
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+. bench/device_env.sh
 SUITE=${1:-quick}
 FILTER=${2:-hopper or graph or large or probe}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw --format=csv | tee "$OUT/gpu.txt"

@@ -1,9 +1,7 @@
 #!/bin/sh
 # Session 12's closing device call: the GPU test suites (hopper, portability incl. the fused backward,
 # cdna-emu), then the standard benchmark with compile and cached-load times.
-set -u
-export PYTHONPATH=. PYTHONUNBUFFERED=1 TILES_CACHE_DIR=/tmp/tiles-cache
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+. bench/device_env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
 timeout 200 python3 -m pytest -q -p no:cacheprovider -n 8 -W ignore tests/cdna_emu tests/portability tests/hopper \
     tests/test_attention_fused.py -rfs --tb=short > "$OUT/tests.txt" 2>&1

@@ -2,9 +2,7 @@
 # Session 13, first device call: the attention schedule changes (scale folded into the exponent, early
 # release of one-shot tiles, one reciprocal a row in the epilogue) checked on the H200, then measured
 # against each turned off (bench/hopper_tile_sweep.py --only schedule).
-set -u
-export PYTHONPATH=. PYTHONUNBUFFERED=1 TILES_CACHE_DIR=/tmp/tiles-cache
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+. bench/device_env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
 timeout 200 python3 -m pytest -q -p no:cacheprovider -n 8 -W ignore tests/hopper/test_attention_schedule.py \
     tests/hopper/test_attention_lower.py -rfs --tb=short > "$OUT/tests.txt" 2>&1

@@ -1,9 +1,7 @@
 #!/bin/sh
 # Session 13: compute-sanitizer over the attention kernels with the new schedule (causal pairs in L2
 # windows, turns across programs, early release of Q), on grids where persistent CTAs walk several programs.
-set -u
-export PYTHONPATH=. PYTHONUNBUFFERED=1 TILES_CACHE_DIR=/tmp/tiles-cache
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+. bench/device_env.sh
 python3 bench/sanitize_suite.py --only attention 2>&1 | tail -2  # warm the kernel cache outside the sanitizers
 for tool in ${TOOLS:-racecheck synccheck memcheck}; do
     echo "== $tool" | tee -a "$OUT/sanitizer.txt"

@@ -1,8 +1,6 @@
 #!/bin/sh
 # Session 13, attention standard benchmark after the schedule changes, and ncu on the short-sequence forward.
-set -u
-export PYTHONPATH=. PYTHONUNBUFFERED=1 TILES_CACHE_DIR=/tmp/tiles-cache
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+. bench/device_env.sh
 timeout 330 python3 -m tiles.bench run --suite standard --kernels attention_fwd,attention_bwd --reps 10 \
     --budget 0.25 --out "$OUT/attn.json" > "$OUT/bench.txt" 2>&1
 tail -3 "$OUT/bench.txt"

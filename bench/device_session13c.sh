@@ -1,9 +1,7 @@
 #!/bin/sh
 # Session 13: the attention tests on the H200, then the schedule sweep: each choice of the Hopper attention
 # lowering turned off in turn (VARIANTS: nofold, noearly, nowindow, nocont, old; DIMS, SEQS).
-set -u
-export PYTHONPATH=. PYTHONUNBUFFERED=1 TILES_CACHE_DIR=/tmp/tiles-cache
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+. bench/device_env.sh
 timeout 200 python3 -m pytest -q -p no:cacheprovider -n 8 -W ignore tests/hopper/test_attention_schedule.py \
     tests/hopper/test_attention_lower.py -rfs --tb=short > "$OUT/tests.txt" 2>&1
 timeout 200 python3 -m pytest -q -p no:cacheprovider -n 8 -W ignore tests/portability/test_attention.py -k hopper \

@@ -3,9 +3,7 @@
 # the fused backward, cdna-emu), then compute-sanitizer over the fp8 GEMM's stream-K paths.
 #   sh bench/device_session14_final.sh
 # The benchmark follows in its own call: TILES_COMMIT=$(git rev-parse --short HEAD) sh bench/device_session14_bench.sh
-set -u
-export PYTHONPATH=. PYTHONUNBUFFERED=1 TILES_CACHE_DIR=/tmp/tiles-cache
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+. bench/device_env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
 timeout 270 python3 -m pytest -q -p no:cacheprovider -n 8 -W ignore tests/cdna_emu tests/portability tests/hopper \
     tests/test_attention_fused.py -rfs --tb=short > "$OUT/tests.txt" 2>&1

@@ -3,9 +3,8 @@
 # split into many shares, against float64 and bitwise run to run), then the variant sweep: stream-K at
 # both tile widths next to the launcher's choices and the baselines.
 #   sh bench/device_session14b.sh
-set -u
-export PYTHONPATH=.:tests/hopper PYTHONUNBUFFERED=1 TILES_CACHE_DIR=/tmp/tiles-cache
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+DEVICE_PYTHONPATH=tests/hopper
+. bench/device_env.sh
 timeout 120 python3 -m pytest -q -p no:cacheprovider -W ignore tests/hopper/test_stream_k.py tests/hopper/test_fp8.py \
     -rf --tb=short > "$OUT/tests.txt" 2>&1
 grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/tests.txt" | cut -c1-300 | head -20

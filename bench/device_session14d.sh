@@ -1,9 +1,7 @@
 #!/bin/sh
 # Session 14: ncu on the fp8 GEMM at 8192^3 and 1024 x 1536 x 7168, tiles against torch._scaled_mm row-wise
 # (full section text in $OUT, the headline lines printed).
-set -u
-export PYTHONPATH=. PYTHONUNBUFFERED=1 TILES_CACHE_DIR=/tmp/tiles-cache
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+. bench/device_env.sh
 python3 bench/profile_fp8.py tiles 8192 8192 8192  # compile outside the profiler
 for shape in "8192 8192 8192" "1024 1536 7168"; do
   for impl in tiles scaled_mm; do

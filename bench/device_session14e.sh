@@ -1,8 +1,6 @@
 #!/bin/sh
 # Session 14: warp stall reasons (ncu, per issued instruction) of the fp8 GEMM against torch._scaled_mm row-wise.
-set -u
-export PYTHONPATH=. PYTHONUNBUFFERED=1 TILES_CACHE_DIR=/tmp/tiles-cache
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+. bench/device_env.sh
 python3 bench/profile_fp8.py tiles 1024 1536 7168
 for shape in "1024 1536 7168" "8192 8192 8192"; do
   for impl in tiles scaled_mm; do
