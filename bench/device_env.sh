@@ -4,4 +4,4 @@
 set -u
 export PYTHONPATH=.${DEVICE_PYTHONPATH:+:$DEVICE_PYTHONPATH} PYTHONUNBUFFERED=1
 export TILES_CACHE_DIR=${TILES_CACHE_DIR:-/tmp/tiles-cache}
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+export OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"

@@ -8,11 +8,4 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw,temperature.gpu 
 timeout 270 python3 -m pytest -q -p no:cacheprovider -n 8 -W ignore tests/cdna_emu tests/portability tests/hopper \
     tests/test_attention_fused.py -rfs --tb=short > "$OUT/tests.txt" 2>&1
 grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/tests.txt" | cut -c1-200 | head -30
-python3 bench/sanitize_suite.py --only gemm_fp8 2>&1 | tail -1  # warm the kernel cache outside the sanitizers
-for tool in racecheck synccheck memcheck; do
-    echo "== $tool" | tee -a "$OUT/sanitizer.txt"
-    timeout 90 compute-sanitizer --tool $tool --report-api-errors no --print-limit 2 \
-        python3 bench/sanitize_suite.py --only gemm_fp8 2>&1 \
-        | grep -E "ERROR SUMMARY|RACECHECK SUMMARY|sanitize_suite:|Invalid|Race|Barrier|Hazard" | sort | uniq -c | head -12 \
-        | tee -a "$OUT/sanitizer.txt"
-done
+WORKLOAD=gemm_fp8 TOOL_TIMEOUT=90 sh bench/device_sanitize.sh

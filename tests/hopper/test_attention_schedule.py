@@ -16,6 +16,7 @@ from tiles.kernels import attention_fwd
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from test_attention_lower import _lower, _meta  # noqa: E402
+import needs  # noqa: E402
 
 SCALE = "(scale * 1.4426950408889634f)"
 
@@ -68,19 +69,11 @@ def test_one_shot_tiles_are_released_in_the_last_iteration():
     assert "kb_stop" not in late and "release(S.once_empty[0]);  // q is read no more this tile" in late
 
 
-def _gpu():
-    from tiles import backends
-    ok, why = backends.get("hopper").available()
-    if not (ok and torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)):
-        pytest.skip(f"needs an sm_90 GPU with the hopper backend ({why or 'no sm_90 device'})")
-    return backends.get("hopper")
-
-
 @pytest.mark.parametrize("scale", [0.09, -0.09, 0.0])
 def test_forward_of_any_scale_sign_on_the_gpu(scale):
     """The kernel launched directly (tiles.attention itself takes only scale > 0): a scale that is
     not positive runs the unfolded lowering, and every answer meets the float64 rule."""
-    be = _gpu()
+    be = needs.hopper_gpu()
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "portability"))
     from reference import check_attention_fwd
 
@@ -119,7 +112,7 @@ def test_causal_walk_covers_every_program_on_the_gpu(D, S, H):
     85 blocks of 192 rows) and more pairs than CTAs (S = 1000, 40 heads): every program of the
     forward, dQ and dK/dV runs once, with the answer of the heavy-first walk to the bit (outputs
     poisoned first)."""
-    _gpu()
+    needs.hopper_gpu()
     from tiles.kernels import attention_bwd_dkdv, attention_bwd_dq
 
     g = torch.Generator(device="cuda").manual_seed(D + S)
@@ -169,8 +162,6 @@ def test_warpgroup_index_is_warp_uniform(tmp_path):
     """uniform_warpgroup hands the consumer warpgroup's index through a shuffle: ptxas then builds the
     wgmma descriptors in uniform registers, with no R2UR copy before each wgmma (session 14: forward and
     dQ 1-7 % faster). Off for dK/dV at D = 64 (measured slower) and the fused backward (spills)."""
-    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python (cuda.bindings.nvrtc) is not installed")
-    from tiles.backends.hopper import runtime
     from test_fp8 import _sass
 
     shuffle = "const int cw = __shfl_sync(0xffffffffu, warpgroup_id() - 1, 0);"
@@ -180,10 +171,7 @@ def test_warpgroup_index_is_warp_uniform(tmp_path):
     assert shuffle not in _lower(D=64, causal=True, kernel="dkdv", launched=True).source
     assert shuffle in _lower(D=128, causal=True, kernel="dkdv", launched=True).source
     assert shuffle in _lower(D=128, causal=True, kernel="dq", launched=True).source
-    try:
-        runtime.nvrtc_version()
-    except Exception as e:  # noqa: BLE001
-        pytest.skip(f"NVRTC is not loadable: {e}")
+    runtime = needs.nvrtc()
     copies = {}
     for tag, lw in (("uniform", low), ("plain", plain)):
         c = runtime.compile_cuda(lw.source, name=lw.entry + ".cu", cache=False)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+import needs  # tests/hopper is on sys.path
 from tiles.backends.hopper import lower_fp8
 
 CONFIGS = {"bn128": {}, "bn256_pingpong": dict(BN=256, stages=4, schedule="pingpong"),
@@ -17,16 +18,11 @@ CONFIGS = {"bn128": {}, "bn256_pingpong": dict(BN=256, stages=4, schedule="pingp
 
 
 def test_option_renders_and_compiles(tmp_path):
-    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python (cuda.bindings.nvrtc) is not installed")
-    from tiles.backends.hopper import runtime
+    runtime = needs.nvrtc()
     from test_compile import assert_no_spills  # tests/hopper is on sys.path
     from test_fp8 import _sass
     from test_stream_k import _mainloops
 
-    try:
-        runtime.nvrtc_version()
-    except Exception as e:  # noqa: BLE001
-        pytest.skip(f"NVRTC is not loadable: {e}")
     assert lower_fp8.DEFAULTS["clamp_scales"] is False
     with pytest.raises(TypeError, match="clamp_scales"):
         lower_fp8.fp8_source("bf16", clamp_scales=1)
@@ -42,18 +38,11 @@ def test_option_renders_and_compiles(tmp_path):
         assert sizes[True] < sizes[False], sizes  # no predicates or null tests on the scale loads
 
 
-def _gpu():
-    from tiles import backends
-    ok, why = backends.get("hopper").available()
-    if not (ok and torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)):
-        pytest.skip(f"needs an sm_90 GPU with the hopper backend ({why or 'no sm_90 device'})")
-
-
 @pytest.mark.parametrize("cfg", list(CONFIGS))
 @pytest.mark.parametrize("mnk,grid", [((7, 130, 200), None), ((257, 300, 1000), 7), ((300, 129, 4096), 4),
                                       ((1000, 1000, 2048), None)])
 def test_clamped_scales_store_the_same_bits_on_the_gpu(cfg, mnk, grid):
-    _gpu()
+    needs.hopper_gpu()
     from tiles.bench import fp8
 
     M, N, K = mnk

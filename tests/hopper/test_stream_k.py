@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+import needs  # tests/hopper is on sys.path
 from tiles.backends.hopper import lower_fp8
 
 
@@ -92,15 +93,10 @@ def test_walk_covers_each_k_block_once_and_heads_wait_only_on_first_shares(tiles
 
 
 def test_stream_k_kernels_compile(tmp_path):
-    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python (cuda.bindings.nvrtc) is not installed")
-    from tiles.backends.hopper import runtime
+    runtime = needs.nvrtc()
     from test_compile import assert_no_spills  # tests/hopper is on sys.path
     from test_fp8 import _sass
 
-    try:
-        runtime.nvrtc_version()
-    except Exception as e:  # noqa: BLE001
-        pytest.skip(f"NVRTC is not loadable: {e}")
     for cfg in ({}, {"BN": 256, "stages": 4, "schedule": "pingpong"}, {"overlap": False, "epilogue": "regs"}):
         k = lower_fp8.fp8_source("bf16", stream_k=True, **cfg)
         assert k["name"].endswith("_sk") and "partial_wait(" in k["source"]
@@ -145,19 +141,12 @@ def _mainloops(sass: str) -> list:
     return loops
 
 
-def _gpu():
-    from tiles import backends
-    ok, why = backends.get("hopper").available()
-    if not (ok and torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)):
-        pytest.skip(f"needs an sm_90 GPU with the hopper backend ({why or 'no sm_90 device'})")
-
-
 @pytest.mark.parametrize("cfg", [{}, {"BN": 256, "stages": 4, "schedule": "pingpong"}],
                          ids=["bn128", "bn256_pingpong"])
 @pytest.mark.parametrize("mnk,grid", [((300, 129, 4096), 4), ((384, 640, 1024), 7), ((257, 300, 1000), 13),
                                       ((1024, 1536, 7168), None)])
 def test_stream_k_on_the_gpu(cfg, mnk, grid):
-    _gpu()
+    needs.hopper_gpu()
     from tiles.bench import fp8
 
     M, N, K = mnk
