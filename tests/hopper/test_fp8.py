@@ -45,7 +45,9 @@ def _lowered(**options):
                                      {"BN": 256, "cluster": 2, "epilogue": "regs"},
                                      {"BN": 256, "schedule": "pingpong"},
                                      {"BN": 256, "schedule": "pingpong", "epilogue": "regs"},
-                                     {"BN": 256, "schedule": "pingpong", "cluster": 2}])
+                                     {"BN": 256, "schedule": "pingpong", "cluster": 2},
+                                     {"BM": 192}, {"BM": 192, "stream_k": True}, {"BM": 192, "epilogue": "regs"},
+                                     {"clamp_scales": False}])
 def test_lowers_and_compiles_with_qgmma(options, tmp_path):
     low = _lowered(**options)
     assert "mma(part, a, b, tb=True, accumulate=False)" in low.source  # the tile program, quoted
@@ -88,15 +90,25 @@ def test_wide_tiles_and_clusters():
     assert "__cluster_dims__(CLUSTER, 1, 1)" in low.source and "tma_load_2d_multicast" in low.source
     with pytest.raises(LoweringError, match="BN=128 or 256"):
         _lowered(BN=192)
+    # 192 rows in three consumer warpgroups: 160 registers each, one scratch, the ring as deep as fits
+    low = _lowered(BM=192)
+    cfg = low.notes["config"]
+    assert (cfg["consumers"], cfg["consumer_regs"], cfg["producer_regs"], cfg["overlap"], cfg["stages"]) == \
+        (3, 160, 24, False, 4)
+    assert low.block == (512, 1, 1) and "192x128x128" in low.entry
+    with pytest.raises(LoweringError, match="BM=256"):
+        _lowered(BM=256)
     with pytest.raises(ValueError, match="cluster"):
         lower_fp8.fp8_source("bf16", cluster=4)
-    # the five issue-#9 shapes on the H200's 132 SMs: each shape's measured best (session 14,
-    # bench/hopper_fp8_notes.md): stream-K wherever the last wave is short, except with fewer tiles than SMs
+    # the five issue-#9 shapes on the H200's 132 SMs: each shape's measured best (sessions 14 and 15,
+    # bench/hopper_fp8_notes.md): stream-K wherever the last wave is short, except with fewer tiles than SMs,
+    # and 192-row tiles where their 384 tiles fill three waves (6144 x 1536)
     picks = {(m, n, k): tuple(lower_fp8.choose(m, n, k, 132).values()) for m, n, k in
              [(1024, 1536, 7168), (1024, 4608, 7168), (6144, 7168, 2304), (6144, 1536, 7168), (8192, 8192, 8192)]}
-    assert picks == {(1024, 1536, 7168): (128, False), (1024, 4608, 7168): (128, True), (6144, 7168, 2304): (256, True),
-                     (6144, 1536, 7168): (256, True), (8192, 8192, 8192): (256, True)}
-    assert lower_fp8.choose(1024, 4224, 4096, 132) == dict(BN=128, stream_k=False)  # 264 tiles: two whole waves
+    assert picks == {(1024, 1536, 7168): (128, 128, False), (1024, 4608, 7168): (128, 128, True),
+                     (6144, 7168, 2304): (128, 256, True), (6144, 1536, 7168): (192, 128, False),
+                     (8192, 8192, 8192): (128, 256, True)}
+    assert lower_fp8.choose(1024, 4224, 4096, 132) == dict(BM=128, BN=128, stream_k=False)  # 264 tiles: two whole waves
 
 
 def test_pingpong_option():

@@ -10,12 +10,16 @@ The lowering recognises the tile program's shape and checks each assumption the 
 * BK = BN = 128 (one promotion per scale block; one B scale per tile) and BM = 64 x consumers.
 
 Lowering options (fp8_source's): BN=256 puts two of the program's 128-wide N tiles in one CTA (two
-B scale blocks; the promotion runs per N half), cluster=2 pairs CTAs along M that share each B tile
+B scale blocks; the promotion runs per N half), BM=192 takes 192 rows of the program's 128-row tiles in three
+consumer warpgroups (where 192-row tiles fill the SMs better: each output element is summed exactly as
+with 128 rows), cluster=2 pairs CTAs along M that share each B tile
 through TMA multicast, schedule="pingpong" (BN=256: the two consumer warpgroups take turns issuing their
 wgmmas, ordered by named barriers, so one promotes while the other's run; +0.7 to +1.4 % on the H200, the
 launcher's choice with BN=256), stream_k=True splits the last waves' tiles along K over every SM
-(include/tiles/schedule.h; the launcher passes a workspace and picks width and split with `choose`),
-plus stages, group_m, overlap, epilogue and the register split.
+(include/tiles/schedule.h; the launcher passes a workspace and picks the tile and split with `choose`),
+clamp_scales (on: rows past M and blocks past N read the last row's / block's scales, so every scale load
+is unconditional; +2 to +8 % on the H200, session 15), plus stages, group_m, overlap, epilogue and the
+register split.
 
 The four ops after the mma become one fused promotion (acc += part * (sa[row] * sb)) per thread.
 The grid becomes persistent CTAs visiting the same tiles in grouped order. Hopper's fp8 wgmma reads
@@ -34,14 +38,20 @@ from tiles.core.patterns import Pipelined, ProducerConsumer
 from . import gemm_probe, runtime
 
 ARCH = runtime.ARCH
-DEFAULTS = dict(stages=6, group_m=8, producer_regs=40, consumer_regs=232, epilogue="tma", overlap=True, cluster=1,
-                schedule="cooperative", stream_k=False, clamp_scales=False)
+DEFAULTS = dict(stages=6, group_m=8, producer_regs=None, consumer_regs=None, epilogue="tma", overlap=True, cluster=1,
+                schedule="cooperative", stream_k=False, clamp_scales=True)
+# setmaxnreg budgets (producer, consumer) by consumer warpgroups, where the options leave them open: the
+# register file is 64K a SM. Three consumers get 160 each: acc (64) + part (64) fit, a second scratch does not.
+REGS = {1: (40, 232), 2: (40, 232), 3: (24, 160)}
 # What the lowering picks where the options leave it open: the CTA's N width (the tile program's BN is the
 # 128-wide scale block; 256 = two of its tiles per CTA). Set from the H200 measurements (bench/hopper_fp8_notes.md).
 LOWER_DEFAULTS = dict(BN=128)
 # Per-tile speed of BN=256 over BN=128 when both fill the chip (H200, 2026-11-29: 1121 vs 1034 TFLOP/s at
 # 8192^3, 1037 vs 989 at 6144x7168x2304); its tiles are twice as large, so it wins only with enough of them.
 BN256_SPEEDUP = 1.08
+# The same for 192 x 128 tiles (three consumer warpgroups), per unit of area (H200, session 15,
+# bench/fp8_bm192_ab.py: 1188 TFLOP/s at 8192^3 over 21 waves against BN=256's 1229 over 15.5 + stream-K).
+BM192_SPEEDUP = 1.04
 
 
 # A split tile's extra cost under stream-K, in tile times: its fix-up (a partial sum stored, waited for and
@@ -51,21 +61,21 @@ SK_OVERHEAD = 0.3
 
 
 def choose(M: int, N: int, K: int, sms: int) -> dict:
-    """The CTA's N width and whether to split the last tiles along K (stream-K), for an M x N x K problem
-    on `sms` persistent CTAs. Dealt whole, each CTA takes ceil(tiles / sms) tiles in turn, so the run
-    takes that many tile times; split, tiles / sms of them plus SK_OVERHEAD. A BN=256 tile costs
-    2 / BN256_SPEEDUP of a BN=128 one."""
+    """The CTA's tile (BM x BN) and whether to split the last tiles along K (stream-K), for an M x N x K
+    problem on `sms` persistent CTAs. Dealt whole, each CTA takes ceil(tiles / sms) tiles in turn, so the
+    run takes that many tile times; split, tiles / sms of them plus SK_OVERHEAD. In 128 x 128 tile times,
+    a 128 x 256 tile costs 2 / BN256_SPEEDUP and a 192 x 128 one 1.5 / BM192_SPEEDUP."""
     kblocks = -(-K // 128)
     best = None
-    for bn, per_tile in ((128, 1.0), (256, 2 / BN256_SPEEDUP)):
-        tiles = -(-M // 128) * -(-N // bn)
+    for bm, bn, per_tile in ((128, 128, 1.0), (128, 256, 2 / BN256_SPEEDUP), (192, 128, 1.5 / BM192_SPEEDUP)):
+        tiles = -(-M // bm) * -(-N // bn)
         costs = [(-(-tiles // sms) * per_tile, False)]
         if split_tiles(tiles, sms, kblocks):
             costs.append(((tiles / sms + SK_OVERHEAD) * per_tile, True))
         for cost, sk in costs:
             if best is None or cost < best[0]:
-                best = (cost, bn, sk)
-    return dict(BN=best[1], stream_k=best[2])
+                best = (cost, bm, bn, sk)
+    return dict(BM=best[1], BN=best[2], stream_k=best[3])
 
 
 SMEM_LIMIT = gemm_probe.SMEM_LIMIT
@@ -81,8 +91,13 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
     ot = gemm_probe.ctype(out_dtype)
     if BK != 128 or BN not in (128, 256):
         raise ValueError(f"BK and BN must be 128 (the scale block; BN=256 is two of them), got BK={BK}, BN={BN}")
-    if BN == 256:
-        cfg["overlap"] = False  # acc (128 registers) + one 64-register scratch: no room for a second
+    if consumers not in REGS:
+        raise ValueError(f"consumers must be one of {sorted(REGS)} (64 rows each), got {consumers}")
+    regs = REGS[consumers]
+    cfg["producer_regs"] = regs[0] if cfg["producer_regs"] is None else cfg["producer_regs"]
+    cfg["consumer_regs"] = regs[1] if cfg["consumer_regs"] is None else cfg["consumer_regs"]
+    if BN == 256 or consumers == 3:
+        cfg["overlap"] = False  # acc + one 64-register scratch fill the budget: no room for a second
     if cfg["schedule"] not in ("cooperative", "pingpong"):
         raise ValueError(f"schedule must be 'cooperative' or 'pingpong', got {cfg['schedule']!r}")
     if cfg["schedule"] == "pingpong" and (BN != 256 or consumers != 2):
@@ -102,7 +117,7 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
         raise ValueError("stream_k splits tiles between single CTAs; it takes cluster=1")
     suffix = "_s{stages}_g{group_m}_{epilogue}".format(**cfg) + ("_ov" if cfg["overlap"] else "") \
         + (f"_cl{cfg['cluster']}" if cfg["cluster"] > 1 else "") + ("_pp" if cfg["schedule"] == "pingpong" else "") + ("_sk" if cfg["stream_k"] else "") \
-        + ("_cs" if cfg["clamp_scales"] else "")
+        + ("" if cfg["clamp_scales"] else "_checked")
     name = (name or "tiles_gemm_fp8_{ot}_{BM}x{BN}x{BK}".format(ot=ot, **cfg)) + suffix
     smem = _smem(cfg, BM, BN, BK)
     if smem > SMEM_LIMIT:
@@ -145,25 +160,31 @@ class Fp8GemmLowering(Lowering):
         if not isinstance(p, (ProducerConsumer, Pipelined)):
             raise LoweringError(f"hopper: no fp8 GEMM schedule for pattern {p.describe()}")
         consumers = p.consumers if isinstance(p, ProducerConsumer) else 2
-        cfg = dict(stages=p.stages, consumers=consumers, BN=LOWER_DEFAULTS["BN"] if g["BN"] == 128 else g["BN"])
+        cfg = dict(stages=p.stages, consumers=consumers, BN=LOWER_DEFAULTS["BN"] if g["BN"] == 128 else g["BN"],
+                   BM=g["BM"])
         if "group" in self.k.constexprs:
             cfg["group_m"] = int(self.k.constexprs["group"])
         cfg.update(self.options)
+        if cfg["BM"] != g["BM"]:  # the rows of a CTA's tile: the program's, or 192 from its 128 (three consumers)
+            if not (g["BM"] == 128 and cfg["BM"] == 192):
+                raise LoweringError(f"hopper: fp8 GEMM option BM={cfg['BM']}: a CTA takes the program's {g['BM']} "
+                                    f"rows, or 192 rows in three consumer warpgroups where the program's tile has 128")
+            cfg["consumers"] = 3
         if "stages" not in self.options:  # the pattern's ring depth, as deep as shared memory allows
-            while cfg["stages"] > 2 and _smem(cfg, g["BM"], cfg["BN"], g["BK"]) > SMEM_LIMIT:
+            while cfg["stages"] > 2 and _smem(cfg, cfg["BM"], cfg["BN"], g["BK"]) > SMEM_LIMIT:
                 cfg["stages"] -= 1
         return cfg
 
     def lower(self) -> Lowered:
         g = self.match()
         cfg = self._config(g)
-        BN = cfg.pop("BN")
+        BN, BM = cfg.pop("BN"), cfg.pop("BM")
         if BN != g["BN"] and not (g["BN"] == 128 and BN == 256):
             raise LoweringError(f"hopper: fp8 GEMM option BN={BN}: a CTA takes one or two of the program's "
                                 f"{g['BN']}-wide tiles (BN=128 or 256)")
-        name = f"tiles_{self.k.name}_hopper_{g['C'].dtype.name}_{g['BM']}x{BN}x{g['BK']}"
+        name = f"tiles_{self.k.name}_hopper_{g['C'].dtype.name}_{BM}x{BN}x{g['BK']}"
         try:
-            kern = fp8_source(g["C"].dtype.name, name=name, BM=g["BM"], BN=BN, BK=g["BK"],
+            kern = fp8_source(g["C"].dtype.name, name=name, BM=BM, BN=BN, BK=g["BK"],
                               ir_name=self.k.name, ir_text=self.k.text(), **cfg)
         except (ValueError, TypeError) as e:
             raise LoweringError(f"hopper: fp8 GEMM {g['BM']}x{BN}x{g['BK']} {cfg}: {e}") from None
@@ -190,7 +211,7 @@ class Fp8GemmLowering(Lowering):
         """A zero-argument launcher for these tensors (the benchmark reuses it), or None if empty."""
         tma_out = C.stride(1) == 1 and (C.stride(0) * C.element_size()) % 16 == 0 and C.data_ptr() % 16 == 0
         options = {} if tma_out else {"epilogue": "regs"}
-        if kwargs.get("BN", 128) == 128:  # one or two of the program's 128-wide tiles per CTA, by the tile count
+        if kwargs.get("BN", 128) == 128 and kwargs.get("BM", 128) == 128:  # the CTA's tile, by the tile count
             options.update(choose(A.shape[0], B.shape[0], A.shape[1], runtime.num_sms()))
             if options["BN"] == 256:
                 options["schedule"] = "pingpong"  # bench/hopper_fp8_notes.md, session 12
