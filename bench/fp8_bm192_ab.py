@@ -1,17 +1,18 @@
-"""Session 15: the fp8 GEMM's launched configuration against two candidates, at the issue's five shapes.
+"""Session 15: the fp8 GEMM's launched configuration against the candidates, at the issue's five shapes.
 
     PYTHONPATH=.:bench python3 bench/fp8_bm192_ab.py
 
-* `launched`: what tiles.gemm_fp8 runs today (lower_fp8.choose: BN 128, or 256 with turns; stream-K
-  where it picks it), checked scale loads.
-* `launched_cs`: the same with `clamp_scales` (unconditional scale loads, prepared in session 14).
-* `bm192`, `bm192_sk`: three consumer warpgroups of 64 rows (BM = 192) over 128-wide tiles, no
-  second scratch (acc + part fit 160 registers; 3 warpgroups keep the tensor core fed while one
-  promotes), clamped scales, 4 stages; without and with stream-K.
+* `launched`: what tiles.gemm_fp8 runs (lower_fp8.choose; with BN 256 the turns), clamped scale loads
+  (the default since session 15).
+* `checked`: the same with `clamp_scales=False` (predicated scale loads, the default before).
+* `session14`: session 14's choice (BN 128, or 256 with turns; stream-K where it picked it), clamped.
+* `bm192`, `bm192_sk`: three consumer warpgroups of 64 rows (BM = 192) over 128-wide tiles, one
+  scratch (acc + part fit 160 registers; 3 warpgroups keep the tensor core fed while one promotes),
+  4 stages; without and with stream-K.
 
-Every variant is checked bitwise against `launched` first (the same wgmmas and the same promotion
-order per output element), then all are timed interleaved (hopper_gemm_tiles.timed) next to
-torch._scaled_mm row-wise; TFLOP/s.
+Each variant's output is compared bitwise with `launched` (equal wherever both sum each element in the
+same order: stream-K's splits change the order of one addition), then all are timed interleaved
+(hopper_gemm_tiles.timed) next to torch._scaled_mm row-wise; TFLOP/s.
 """
 import torch
 
@@ -21,15 +22,17 @@ from tiles.bench import fp8
 import hopper_gemm_tiles as ht
 
 SHAPES = [(1024, 1536, 7168), (1024, 4608, 7168), (6144, 7168, 2304), (6144, 1536, 7168), (8192, 8192, 8192)]
-BM192 = dict(BM=192, consumers=3, consumer_regs=160, producer_regs=24, overlap=False, stages=4, clamp_scales=True)
+BM192 = dict(BM=192, stages=4)
+SESSION14 = {(1024, 1536, 7168): dict(BN=128), (1024, 4608, 7168): dict(BN=128, stream_k=True)}
+PP_SK = dict(BN=256, stages=4, schedule="pingpong", stream_k=True)
 
 
 def variants(M, N, K, sms):
     cfg = lower_fp8.choose(M, N, K, sms)
     if cfg["BN"] == 256:
         cfg.update(stages=4, schedule="pingpong")
-    return {"launched": cfg, "launched_cs": dict(cfg, clamp_scales=True), "bm192": dict(BM192),
-            "bm192_sk": dict(BM192, stream_k=True)}
+    return {"launched": cfg, "checked": dict(cfg, clamp_scales=False), "session14": SESSION14.get((M, N, K), PP_SK),
+            "bm192": dict(BM192), "bm192_sk": dict(BM192, stream_k=True)}
 
 
 def main():

@@ -1,16 +1,44 @@
-"""Launch one tiles attention forward shape a few times, for a profiler to catch (ncu -k regex:attention_fwd).
+"""Run one attention shape a few times, for a profiler to catch: tiles on Hopper or SDPA's cuDNN backend,
+forward or forward + backward.
 
-    python3 bench/profile_attention.py S D causal
+    ncu -k regex:attention --launch-skip 3 --launch-count 1 python3 bench/profile_attention.py tiles fwd 1 16 16384 128 0
+    python3 bench/profile_attention.py cudnn bwd 4 32 4096 64 0 --table   # kernel times (torch.profiler)
+
+Arguments: impl (tiles | cudnn), direction (fwd | bwd), B, H, S, D, causal (0 | 1).
 """
 import sys
 
 import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import tiles
 
-S, D, causal = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1"
-B, H = 16384 // S, 2048 // D
-q, k, v = (torch.randn(B, S, H, D, device="cuda").bfloat16() for _ in range(3))
-for _ in range(4):
-    tiles.attention(q, k, v, causal=causal, backend="hopper")
+impl, direction = sys.argv[1], sys.argv[2]
+B, H, S, D, causal = map(int, sys.argv[3:8])
+table = "--table" in sys.argv
+g = torch.Generator(device="cuda").manual_seed(0)
+q, k, v = (torch.randn(B, S, H, D, device="cuda", dtype=torch.bfloat16, generator=g).requires_grad_(direction == "bwd")
+           for _ in range(3))
+do = torch.randn(B, S, H, D, device="cuda", dtype=torch.bfloat16, generator=g)
+
+
+def step():
+    if impl == "tiles":
+        o = tiles.attention(q, k, v, causal=bool(causal), backend="hopper")
+    else:
+        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            o = torch.nn.functional.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                                                 is_causal=bool(causal)).transpose(1, 2)
+    if direction == "bwd":
+        o.backward(do)
+
+
+for _ in range(5):
+    step()
 torch.cuda.synchronize()
+if table:
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(5):
+            step()
+        torch.cuda.synchronize()
+    print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=8, max_name_column_width=70))

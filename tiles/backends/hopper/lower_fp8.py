@@ -81,9 +81,11 @@ def choose(M: int, N: int, K: int, sms: int) -> dict:
 SMEM_LIMIT = gemm_probe.SMEM_LIMIT
 
 
-def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, consumers=2, ir_name="gemm_fp8",
+def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, consumers=None, ir_name="gemm_fp8",
                ir_text="(rendered directly)", **over) -> dict:
-    """Render templates/gemm_fp8.cu.j2 for one configuration: {source, name, cfg, smem, threads}."""
+    """Render templates/gemm_fp8.cu.j2 for one configuration: {source, name, cfg, smem, threads}.
+    `consumers` (warpgroups of 64 rows) defaults to BM / 64."""
+    consumers = BM // 64 if consumers is None else consumers
     unknown = set(over) - set(DEFAULTS)
     if unknown:
         raise TypeError(f"unknown gemm_fp8 options {sorted(unknown)}; known: {sorted(DEFAULTS)}")
