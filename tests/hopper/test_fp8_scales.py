@@ -63,3 +63,25 @@ def test_clamped_scales_store_the_same_bits_on_the_gpu(cfg, mnk, grid):
     lp = torch.matmul(x["a_bf"], x["b_bf"].t()).double()
     fl = 2 * ((ref + 0.3 - 0.3) - ref).abs().max().item()
     assert (outs[True].double() - ref).abs().max().item() <= 2 * (lp - ref).abs().max().item() + fl + 1e-9
+
+
+@pytest.mark.parametrize("mnk", [(6144, 1536, 384), (6000, 1500, 300)])
+def test_192_row_tiles_through_gemm_fp8(mnk):
+    """Where choose() picks 192-row tiles (three consumer warpgroups; 6144 x 1536 on 132 SMs), tiles.gemm_fp8
+    launches them and stays within the float64 bound, tails included."""
+    needs.hopper_gpu()
+    import tiles
+    from tiles.backends.hopper import runtime
+    from tiles.bench import fp8
+
+    M, N, K = mnk
+    if lower_fp8.choose(M, N, K, runtime.num_sms())["BM"] != 192:
+        pytest.skip(f"choose() does not pick 192-row tiles for {mnk} on {runtime.num_sms()} SMs")
+    x = fp8.make_set(M, N, K, torch.device("cuda"), M + N + K)
+    out = tiles.gemm_fp8(x["a"], x["b"], x["sa"], x["sb"], backend="hopper")
+    entries = [low.entry for low in lower_fp8.Fp8GemmLowering._lowered.values()]
+    assert any("_192x128x128_" in e for e in entries), entries
+    ref = fp8.reference(x)
+    lp = torch.matmul(x["a_bf"], x["b_bf"].t()).double()
+    fl = 2 * ((ref + 0.3 - 0.3) - ref).abs().max().item()
+    assert (out.double() - ref).abs().max().item() <= 2 * (lp - ref).abs().max().item() + fl + 1e-9

@@ -84,7 +84,7 @@ SMEM_LIMIT = gemm_probe.SMEM_LIMIT
 def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, consumers=None, ir_name="gemm_fp8",
                ir_text="(rendered directly)", **over) -> dict:
     """Render templates/gemm_fp8.cu.j2 for one configuration: {source, name, cfg, smem, threads}.
-    `consumers` (warpgroups of 64 rows) defaults to BM / 64."""
+    `consumers` (warpgroups of 64 rows) defaults to BM / 64, `stages` to the deepest ring up to 6 that fits."""
     consumers = BM // 64 if consumers is None else consumers
     unknown = set(over) - set(DEFAULTS)
     if unknown:
@@ -117,6 +117,9 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
         raise TypeError(f"clamp_scales must be True or False, got {cfg['clamp_scales']!r}")
     if cfg["stream_k"] and cfg["cluster"] != 1:
         raise ValueError("stream_k splits tiles between single CTAs; it takes cluster=1")
+    if "stages" not in over:  # the default ring, as deep as shared memory allows
+        while cfg["stages"] > 2 and _smem(cfg, BM, BN, BK) > SMEM_LIMIT:
+            cfg["stages"] -= 1
     suffix = "_s{stages}_g{group_m}_{epilogue}".format(**cfg) + ("_ov" if cfg["overlap"] else "") \
         + (f"_cl{cfg['cluster']}" if cfg["cluster"] > 1 else "") + ("_pp" if cfg["schedule"] == "pingpong" else "") + ("_sk" if cfg["stream_k"] else "") \
         + ("" if cfg["clamp_scales"] else "_checked")
