@@ -45,8 +45,10 @@ The schedule (templates/attention.cu.j2) comes from the kernel's overlap pattern
   `continuous_turns` keeps PingPong's turns running across programs;
   `uniform_warpgroup` hands the consumer warpgroup's index through a warp shuffle, so ptxas sees it
   is the same in every lane and keeps the wgmma descriptors built from it in uniform registers (else
-  it builds them in vector registers and copies each back before its wgmma). bench/hopper_notes.md
-  has the measurements behind each default.
+  it builds them in vector registers and copies each back before its wgmma);
+  `exp2_fma` (0-8, off by default) computes that many of every 8 register pairs' exponentials on the
+  FMA pipes with a cubic (ops.h `exp2_split`) instead of the SFU, which bounds the softmax at D = 64.
+  bench/hopper_notes.md has the measurements behind each default.
 
 Scalars (program ids, sizes, strides, loop bounds, mask offsets) are the IR's own expressions rendered
 by `Lowering.expr`. Global tensors are read through rank-4 TMA maps (any row/head strides that TMA
@@ -166,10 +168,14 @@ class WarpSpecializedLowering(Lowering):
             self.consumers = rows // 64 if rows in (128, 192) else (2 if rows % 128 == 0 else 1)
         # launch-time overrides (benchmark variants): stages, consumers, pingpong
         known = {"stages", "consumers", "pingpong", "rotate", "hoist", "persistent", "order", "fold", "early_release",
-                 "window", "continuous_turns", "uniform_warpgroup"}
+                 "window", "continuous_turns", "uniform_warpgroup", "exp2_fma"}
         unknown = set(self.options) - known
         if unknown:
             self._fail(f"unknown options {sorted(unknown)} (known: {sorted(known)})")
+        # of every 8 register pairs of a score tile, how many take their exp2 on the FMA pipes (ops.h exp2_split)
+        self.exp2_fma = self.options.get("exp2_fma", 0)
+        if not isinstance(self.exp2_fma, int) or isinstance(self.exp2_fma, bool) or not 0 <= self.exp2_fma <= 8:
+            self._fail(f"option exp2_fma counts register pairs out of 8 (an int 0-8), got {self.exp2_fma!r}")
         self.persistent = bool(self.options.get("persistent", True))
         # persistent CTAs take programs round-robin; when the main loop's trip count depends on a
         # program id (causal), walk program 0 slowest and in reverse, so every round holds blocks
@@ -438,6 +444,8 @@ class WarpSpecializedLowering(Lowering):
         name = n.name
         if name == "fill":
             return f"fill({v(n.outs[0])}, {self.fexpr(n.attrs['value'])});"
+        if name == "exp2" and self.exp2_fma and n.outs[0].kind == "reg":
+            return f"exp2_split<{self.exp2_fma}>({v(n.outs[0])}, {v(n.ins[0])});  // {self.exp2_fma} pairs of 8 on the FMA pipes"
         if name in ("exp", "exp2", "log", "log2", "neg", "abs", "rsqrt", "copy"):
             return f"{name}({v(n.outs[0])}, {v(n.ins[0])});"
         if name in ("add", "sub", "mul", "div", "max", "min"):
@@ -618,7 +626,8 @@ class WarpSpecializedLowering(Lowering):
         if n.name == "row_max":
             return f"row_max_scaled({v(n.outs[0])}, {v(n.ins[0])}, {c}, {v(n.ins[1])});"
         form = "col" if n.outs[0] in self.flipped else "row"  # a tile held transposed: its rows are our columns
-        return f"exp2_scaled_{form}({v(n.outs[0])}, {v(n.ins[0])}, {c}, {v(n.ins[1])});"
+        split = f"<{self.exp2_fma}>" if self.exp2_fma else ""  # pairs of 8 whose exp2 runs on the FMA pipes
+        return f"exp2_scaled_{form}{split}({v(n.outs[0])}, {v(n.ins[0])}, {c}, {v(n.ins[1])});"
 
     def store_shared(self, n: ir.Op, pending: List[_Group], pad: str) -> List[str]:
         """Registers → a shared tile every consumer warpgroup writes its rows of and an mma then reads
@@ -996,7 +1005,8 @@ class WarpSpecializedLowering(Lowering):
         sig += [f"float {self.sym_name(s)}" for s in k.scalars]
         BM = self.BM
         tags = [("pp", self.pingpong), ("rot", self.deferred is not None), ("h", self.hoisted),
-                ("np", not self.persistent), ("f", self.fold), ("w", self.window_bytes)]
+                ("np", not self.persistent), ("f", self.fold), ("w", self.window_bytes),
+                (f"x{self.exp2_fma}", self.exp2_fma)]
         name = "tiles_{}_hopper_{}_{}_s{}c{}{}".format(
             k.name, "_".join(f"{a}{int(v) if isinstance(v, bool) else v}" for a, v in k.constexprs.items()),
             k.params[0].dtype.name, self.stages, self.consumers, "".join(t for t, on in tags if on))

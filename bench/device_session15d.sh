@@ -1,0 +1,22 @@
+#!/bin/sh
+# Session 15, fourth call: the exp2 split (lowering option exp2_fma) on the H200: its GPU tests (the probe
+# against float64, attention by the TESTING.md rule), then the schedule sweep of the forward, dQ and
+# dK/dV kernels with n of 8 pairs' exponentials on the FMA pipes against none.
+#   VARIANTS=x1,x2,x3,x4 SEQS=512,4096,16384 DIMS=64,128 sh bench/device_session15d.sh
+DEVICE_PYTHONPATH=tests/hopper
+. bench/device_env.sh
+timeout 200 python3 -m pytest -q -p no:cacheprovider -W ignore tests/hopper/test_exp2_fma.py -rfE --tb=short > "$OUT/tests.txt" 2>&1
+grep -E "^(FAILED|ERROR)|^E  |passed|failed" "$OUT/tests.txt" | cut -c1-300 | head -20
+timeout 330 python3 bench/hopper_tile_sweep.py --only schedule --seqs ${SEQS:-512,4096,16384} \
+    --variants ${VARIANTS:-x1,x2,x3,x4} --dims ${DIMS:-64,128} > "$OUT/sweep.txt" 2>&1
+python3 - "$OUT/sweep.txt" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+for r in rows:
+    if r.get("variant") == "base":
+        print(f"{r['kind']:5} D={r['D']:3} causal={int(r['causal'])} S={r['S']:5} base {r.get('tflops') or 0:6.0f} TFLOP/s", end="")
+        for v in rows:
+            if (v["kind"], v["D"], v["causal"], v["S"]) == (r["kind"], r["D"], r["causal"], r["S"]) and v["variant"] != "base":
+                print(f"  {v['variant']} {v.get('vs_base') or 0:.3f}{'' if v.get('correct', True) else '!'}", end="")
+        print()
+PY
