@@ -9,14 +9,4 @@ timeout 200 python3 -m pytest -q -p no:cacheprovider -W ignore tests/hopper/test
 grep -E "^(FAILED|ERROR)|^E  |passed|failed" "$OUT/tests.txt" | cut -c1-300 | head -20
 timeout 330 python3 bench/hopper_tile_sweep.py --only schedule --seqs ${SEQS:-512,4096,16384} \
     --variants ${VARIANTS:-x1,x2,x3,x4} --dims ${DIMS:-64,128} > "$OUT/sweep.txt" 2>&1
-python3 - "$OUT/sweep.txt" <<'PY'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-for r in rows:
-    if r.get("variant") == "base":
-        print(f"{r['kind']:5} D={r['D']:3} causal={int(r['causal'])} S={r['S']:5} base {r.get('tflops') or 0:6.0f} TFLOP/s", end="")
-        for v in rows:
-            if (v["kind"], v["D"], v["causal"], v["S"]) == (r["kind"], r["D"], r["causal"], r["S"]) and v["variant"] != "base":
-                print(f"  {v['variant']} {v.get('vs_base') or 0:.3f}{'' if v.get('correct', True) else '!'}", end="")
-        print()
-PY
+python3 bench/sweep_table.py "$OUT/sweep.txt"

@@ -177,3 +177,41 @@ def test_warpgroup_index_is_warp_uniform(tmp_path):
         c = runtime.compile_cuda(lw.source, name=lw.entry + ".cu", cache=False)
         copies[tag] = _sass(c.cubin, tmp_path).count("R2UR")
     assert copies["uniform"] < copies["plain"], copies
+
+
+def test_rescale_is_skipped_where_no_maximum_moved():
+    """The forward's rescale of O (mul_row(o, o, alpha) in the loop) becomes mul_row_unless_one: a warp
+    skips it when none of its rows' factors differs from 1. The other mul_row uses stay as they were."""
+    src = _lower(D=128, causal=True).source.split("consumers: everything else")[1]
+    assert "mul_row_unless_one(o, alpha);" in src and "mul_row(o, o, alpha);" not in src
+    off = _lower(D=128, causal=True, options={"skip_rescale": False})
+    assert "mul_row(o, o, alpha);" in off.source and "unless_one" not in off.source
+    assert off.entry + "k" == _lower(D=128, causal=True).entry
+    assert "unless_one" not in _lower(D=128, causal=True, kernel="dkdv", launched=True).source
+
+
+@pytest.mark.parametrize("D", [64, 128])
+def test_skipped_rescale_gives_the_same_bits_on_the_gpu(D):
+    """Skipping a multiply by exactly 1 changes nothing: the forward with and without the skip agrees to
+    the bit (O and LSE), causal and not, with GQA and tails; and meets the float64 rule."""
+    needs.hopper_gpu()
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "portability"))
+    from reference import check_attention_fwd
+
+    g = torch.Generator().manual_seed(D)
+    B, Sq, Sk, H, Hkv = 2, 1000, 1300, 8, 2
+    q = torch.randn(B, Sq, H, D, generator=g).bfloat16().cuda()
+    k, v = (torch.randn(B, Sk, Hkv, D, generator=g).bfloat16().cuda() for _ in range(2))
+    cfg = WarpSpecializedLowering.config("attention_fwd", D=D)
+    for causal in (False, True):
+        outs = {}
+        for skip in (True, False):
+            out, lse = torch.full_like(q, math.nan), torch.full((B, H, Sq), math.nan, device="cuda")
+            go = WarpSpecializedLowering.prepare(attention_fwd, q, k, v, out, lse, D ** -0.5, causal=causal, D=D,
+                                                 options={"skip_rescale": skip}, **cfg)
+            assert ("mul_row_unless_one" in go.lowered.source) == skip
+            go()
+            outs[skip] = (out, lse)
+        torch.cuda.synchronize()
+        assert torch.equal(outs[True][0], outs[False][0]) and torch.equal(outs[True][1], outs[False][1])
+        check_attention_fwd(outs[True][0], outs[True][1], q, k, v, causal, D ** -0.5)

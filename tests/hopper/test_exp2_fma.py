@@ -23,7 +23,7 @@ from tiles.core.lowering import LoweringError  # noqa: E402
 
 def test_option_renders_the_split():
     fwd = _lower(D=128, causal=True, options={"exp2_fma": 2})
-    assert "exp2_scaled_row<2>(s, s, " in fwd.source and fwd.entry.endswith("x2")
+    assert "exp2_scaled_row<2>(s, s, " in fwd.source and "x2" in fwd.entry
     assert "exp2(alpha, alpha);" in fwd.source  # the row vector's exponentials stay on the SFU
     dkdv = _lower(D=128, causal=True, kernel="dkdv", options={"exp2_fma": 4})
     assert "exp2_scaled_col<4>(s, s, " in dkdv.source  # a tile held transposed: the column form

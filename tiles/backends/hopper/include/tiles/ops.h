@@ -149,6 +149,16 @@ template <int R, int C> __device__ __forceinline__ void sub_row(rt<float, R, C>&
 template <int R, int C> __device__ __forceinline__ void mul_row(rt<float, R, C>& d, const rt<float, R, C>& t, const rv<R>& v) {
   map_row(d, t, v, [](float x, float y) { return x * y; });
 }
+// The online softmax's rescale of its running output, d *= v row-wise, skipped by a warp none of whose
+// rows' factors differ from 1 (no running maximum moved): the product would be d itself, to the bit.
+// The warp's own rows are the only ones it touches, so the vote is over the warp; late in a long row
+// of key blocks most blocks leave every maximum where it was.
+template <int R, int C> __device__ __forceinline__ void mul_row_unless_one(rt<float, R, C>& d, const rv<R>& v) {
+  bool moved = false;
+#pragma unroll
+  for (int s = 0; s < v.slices; ++s) moved |= v.v[s][0] != 1.f || v.v[s][1] != 1.f;
+  if (__any_sync(0xffffffffu, moved)) mul_row(d, d, v);
+}
 // Safe division: a row whose divisor is 0 (fully masked attention row) becomes 0, not NaN. One
 // reciprocal a row and a multiply an element: a division an element is a dozen instructions and a
 // slow-path call (FCHK), 64 of them in each warpgroup's attention epilogue.
