@@ -259,10 +259,7 @@ def fused(seqs="1024,4096,16384"):
 # schedule choices of the warp-specialized lowering, on top of what the backend launches (config + SCHEDULES)
 FOLD = {"base": {}, "nofold": {"fold": False}, "noearly": {"early_release": False}, "nowindow": {"window": False},
         "nocont": {"continuous_turns": False}, "nouniform": {"uniform_warpgroup": False},
-        "old": {"fold": False, "early_release": False, "window": False, "continuous_turns": False},
-        # session 15: n of every 8 register pairs' exponentials on the FMA pipes (ops.h exp2_split)
-        **{f"x{n}": {"exp2_fma": n} for n in (1, 2, 3, 4, 6)},
-        "norescale": {"skip_rescale": False}}  # the forward's rescale of O in every block (session 15)
+        "old": {"fold": False, "early_release": False, "window": False, "continuous_turns": False}}
 
 
 def schedule(seqs="512,1024,4096,16384", only=None, dims=(128, 64)):
@@ -303,14 +300,11 @@ def schedule(seqs="512,1024,4096,16384", only=None, dims=(128, 64)):
                 for kname, flops in (("attention_fwd", f), ("attention_bwd_dq", 1.5 * f), ("attention_bwd_dkdv", 2 * f)):
                     variants = FOLD
                     if kname == "attention_bwd_dkdv":  # reads its one-shot K, V across the query-head loop
-                        variants = {n: FOLD[n] for n in ("base", "nofold", "nocont", "nowindow", "nouniform", "x1", "x2",
-                                                         "x3", "x4", "x6")}
+                        variants = {n: FOLD[n] for n in ("base", "nofold", "nocont", "nowindow", "nouniform")}
                     if only:
                         variants = {n: v for n, v in variants.items() if n in only}
                     if not causal:  # the L2 windows are a causal walk's
                         variants = {n: v for n, v in variants.items() if n != "nowindow"}
-                    if kname != "attention_fwd":  # only the forward rescales a running output
-                        variants = {n: v for n, v in variants.items() if n != "norescale"}
                     if set(variants) == {"base"}:
                         continue
 

@@ -45,12 +45,8 @@ The schedule (templates/attention.cu.j2) comes from the kernel's overlap pattern
   `continuous_turns` keeps PingPong's turns running across programs;
   `uniform_warpgroup` hands the consumer warpgroup's index through a warp shuffle, so ptxas sees it
   is the same in every lane and keeps the wgmma descriptors built from it in uniform registers (else
-  it builds them in vector registers and copies each back before its wgmma);
-  `skip_rescale` emits the loop's in-place `mul_row` (the online softmax's rescale of its running
-  output) as ops.h `mul_row_unless_one`: a warp none of whose factors differs from 1 skips it (exact);
-  `exp2_fma` (0-8, off by default) computes that many of every 8 register pairs' exponentials on the
-  FMA pipes with a cubic (ops.h `exp2_split`) instead of the SFU, which bounds the softmax at D = 64.
-  bench/hopper_notes.md has the measurements behind each default.
+  it builds them in vector registers and copies each back before its wgmma). bench/hopper_notes.md
+  has the measurements behind each default.
 
 Scalars (program ids, sizes, strides, loop bounds, mask offsets) are the IR's own expressions rendered
 by `Lowering.expr`. Global tensors are read through rank-4 TMA maps (any row/head strides that TMA
@@ -170,15 +166,10 @@ class WarpSpecializedLowering(Lowering):
             self.consumers = rows // 64 if rows in (128, 192) else (2 if rows % 128 == 0 else 1)
         # launch-time overrides (benchmark variants): stages, consumers, pingpong
         known = {"stages", "consumers", "pingpong", "rotate", "hoist", "persistent", "order", "fold", "early_release",
-                 "window", "continuous_turns", "uniform_warpgroup", "exp2_fma", "skip_rescale"}
+                 "window", "continuous_turns", "uniform_warpgroup"}
         unknown = set(self.options) - known
         if unknown:
             self._fail(f"unknown options {sorted(unknown)} (known: {sorted(known)})")
-        self.rescale_skipped = False  # set where an in-place mul_row in the loop became mul_row_unless_one
-        # of every 8 register pairs of a score tile, how many take their exp2 on the FMA pipes (ops.h exp2_split)
-        self.exp2_fma = self.options.get("exp2_fma", 0)
-        if not isinstance(self.exp2_fma, int) or isinstance(self.exp2_fma, bool) or not 0 <= self.exp2_fma <= 8:
-            self._fail(f"option exp2_fma counts register pairs out of 8 (an int 0-8), got {self.exp2_fma!r}")
         self.persistent = bool(self.options.get("persistent", True))
         # persistent CTAs take programs round-robin; when the main loop's trip count depends on a
         # program id (causal), walk program 0 slowest and in reverse, so every round holds blocks
@@ -447,8 +438,6 @@ class WarpSpecializedLowering(Lowering):
         name = n.name
         if name == "fill":
             return f"fill({v(n.outs[0])}, {self.fexpr(n.attrs['value'])});"
-        if name == "exp2" and self.exp2_fma and n.outs[0].kind == "reg":
-            return f"exp2_split<{self.exp2_fma}>({v(n.outs[0])}, {v(n.ins[0])});  // {self.exp2_fma} pairs of 8 on the FMA pipes"
         if name in ("exp", "exp2", "log", "log2", "neg", "abs", "rsqrt", "copy"):
             return f"{name}({v(n.outs[0])}, {v(n.ins[0])});"
         if name in ("add", "sub", "mul", "div", "max", "min"):
@@ -459,10 +448,6 @@ class WarpSpecializedLowering(Lowering):
         if name in ("add_row", "sub_row", "mul_row", "div_row") and flip:
             # the tile is held transposed: its logical rows are our columns (a column vector)
             return f"{name[:-4]}_col({', '.join(v(x) for x in n.outs + n.ins)});"
-        if (name == "mul_row" and n.ins[0] is n.outs[0] and self.in_loop_body
-                and self.options.get("skip_rescale", True)):
-            self.rescale_skipped = True
-            return f"mul_row_unless_one({v(n.outs[0])}, {v(n.ins[1])});  // skipped where no row's factor differs from 1"
         if name in ("add_row", "sub_row", "mul_row", "div_row", "cast"):
             return f"{name}({', '.join(v(x) for x in n.outs + n.ins)});"
         if name in ("row_max", "row_sum"):
@@ -633,8 +618,7 @@ class WarpSpecializedLowering(Lowering):
         if n.name == "row_max":
             return f"row_max_scaled({v(n.outs[0])}, {v(n.ins[0])}, {c}, {v(n.ins[1])});"
         form = "col" if n.outs[0] in self.flipped else "row"  # a tile held transposed: its rows are our columns
-        split = f"<{self.exp2_fma}>" if self.exp2_fma else ""  # pairs of 8 whose exp2 runs on the FMA pipes
-        return f"exp2_scaled_{form}{split}({v(n.outs[0])}, {v(n.ins[0])}, {c}, {v(n.ins[1])});"
+        return f"exp2_scaled_{form}({v(n.outs[0])}, {v(n.ins[0])}, {c}, {v(n.ins[1])});"
 
     def store_shared(self, n: ir.Op, pending: List[_Group], pad: str) -> List[str]:
         """Registers → a shared tile every consumer warpgroup writes its rows of and an mma then reads
@@ -1012,8 +996,7 @@ class WarpSpecializedLowering(Lowering):
         sig += [f"float {self.sym_name(s)}" for s in k.scalars]
         BM = self.BM
         tags = [("pp", self.pingpong), ("rot", self.deferred is not None), ("h", self.hoisted),
-                ("np", not self.persistent), ("f", self.fold), ("w", self.window_bytes),
-                (f"x{self.exp2_fma}", self.exp2_fma), ("k", self.rescale_skipped)]
+                ("np", not self.persistent), ("f", self.fold), ("w", self.window_bytes)]
         name = "tiles_{}_hopper_{}_{}_s{}c{}{}".format(
             k.name, "_".join(f"{a}{int(v) if isinstance(v, bool) else v}" for a, v in k.constexprs.items()),
             k.params[0].dtype.name, self.stages, self.consumers, "".join(t for t, on in tags if on))

@@ -80,19 +80,6 @@ __device__ __forceinline__ float exp2(float x) {
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
 }
-// 2^x on the FMA pipes instead of the SFU, for softmax's exponents (x <= 0; fine up to x < 128): the SFU
-// does 16 EX2 a clock per SM, which at D = 64 is as long as the tensor cores take for the same scores,
-// and the FMA pipes do 128 lanes of FADD/FFMA a clock. round(x) comes from adding 1.5 * 2^23 (it lands
-// in the low mantissa bits), 2^frac from a cubic on [-0.5, 0.5] (minimax with p(0) = 1, relative error
-// 1.0e-4, below bf16's 3.9e-3), 2^round(x) from the exponent bits. A mask's -inf clamps to -127, whose
-// 2^-127 is built as +0 (as ex2.approx.ftz gives); NaN stays NaN (max.NaN, then a multiply).
-__device__ __forceinline__ float exp2_fma(float x) {
-  asm("max.NaN.f32 %0, %0, 0fC2FE0000;" : "+f"(x));  // max(x, -127)
-  const float t = x + 12582912.f;                        // 1.5 * 2^23 + round(x)
-  const float f = x - (t - 12582912.f);                  // x - round(x), in [-0.5, 0.5]
-  const float p = fmaf(fmaf(fmaf(0.05500862f, f, 0.24221021f), f, 0.6932829f), f, 1.f);
-  return p * __int_as_float((__float_as_int(t) << 23) + 0x3f800000);  // 2^round(x): (round(x) + 127) << 23
-}
 __device__ __forceinline__ float log2(float x) {
   float y;
   asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));

@@ -125,20 +125,15 @@ template <int R, int C> __device__ __forceinline__ void row_sum(rv<R>& v, const 
   for (int s = 0; s < v.slices; ++s) v.v[s][0] = r.v[s][0] + init.v[s][0], v.v[s][1] = r.v[s][1] + init.v[s][1];
 }
 
-// f(x, y, p): p, the pair's index in its slice, is a constant once the loops unroll
 template <int R, int C, typename F>
-__device__ __forceinline__ void map_row_at(rt<float, R, C>& d, const rt<float, R, C>& t, const rv<R>& v, F f) {
+__device__ __forceinline__ void map_row(rt<float, R, C>& d, const rt<float, R, C>& t, const rv<R>& v, F f) {
 #pragma unroll
   for (int s = 0; s < d.slices; ++s)
 #pragma unroll
     for (int p = 0; p < d.pairs; ++p) {
       const float y = v.v[s][p & 1];
-      d.v[s][p] = make_float2(f(t.v[s][p].x, y, p), f(t.v[s][p].y, y, p));
+      d.v[s][p] = make_float2(f(t.v[s][p].x, y), f(t.v[s][p].y, y));
     }
-}
-template <int R, int C, typename F>
-__device__ __forceinline__ void map_row(rt<float, R, C>& d, const rt<float, R, C>& t, const rv<R>& v, F f) {
-  map_row_at(d, t, v, [f](float x, float y, int) { return f(x, y); });
 }
 template <int R, int C> __device__ __forceinline__ void add_row(rt<float, R, C>& d, const rt<float, R, C>& t, const rv<R>& v) {
   map_row(d, t, v, [](float x, float y) { return x + y; });
@@ -148,16 +143,6 @@ template <int R, int C> __device__ __forceinline__ void sub_row(rt<float, R, C>&
 }
 template <int R, int C> __device__ __forceinline__ void mul_row(rt<float, R, C>& d, const rt<float, R, C>& t, const rv<R>& v) {
   map_row(d, t, v, [](float x, float y) { return x * y; });
-}
-// The online softmax's rescale of its running output, d *= v row-wise, skipped by a warp none of whose
-// rows' factors differ from 1 (no running maximum moved): the product would be d itself, to the bit.
-// The warp's own rows are the only ones it touches, so the vote is over the warp; late in a long row
-// of key blocks most blocks leave every maximum where it was.
-template <int R, int C> __device__ __forceinline__ void mul_row_unless_one(rt<float, R, C>& d, const rv<R>& v) {
-  bool moved = false;
-#pragma unroll
-  for (int s = 0; s < v.slices; ++s) moved |= v.v[s][0] != 1.f || v.v[s][1] != 1.f;
-  if (__any_sync(0xffffffffu, moved)) mul_row(d, d, v);
 }
 // Safe division: a row whose divisor is 0 (fully masked attention row) becomes 0, not NaN. One
 // reciprocal a row and a multiply an element: a division an element is a dozen instructions and a
@@ -179,23 +164,9 @@ template <int R, int C> __device__ __forceinline__ void div_row(rt<float, R, C>&
 // taken before scaling: v = max(init, scale · max_c t). Both are exact reorderings only for scale > 0
 // (a positive scale commutes with max, and keeps a mask's -inf at -inf); the lowering folds only
 // when the launcher has checked that (WarpSpecializedLowering.plan_fold).
-// FMA_PAIRS (0-8): of every 8 register pairs, how many take their exponentials on the FMA pipes
-// (arch::exp2_fma) instead of the SFU: FlashAttention-4's split, where the SFU bounds the softmax.
-template <int FMA_PAIRS>
-__device__ __forceinline__ float exp2_split(float x, int p) {
-  static_assert(FMA_PAIRS >= 0 && FMA_PAIRS <= 8, "FMA_PAIRS counts pairs out of 8");
-  return p % 8 < FMA_PAIRS ? arch::exp2_fma(x) : arch::exp2(x);
-}
-template <int FMA_PAIRS, int R, int C> __device__ __forceinline__ void exp2_split(rt<float, R, C>& d, const rt<float, R, C>& t) {
-#pragma unroll
-  for (int s = 0; s < d.slices; ++s)
-#pragma unroll
-    for (int p = 0; p < d.pairs; ++p)
-      d.v[s][p] = make_float2(exp2_split<FMA_PAIRS>(t.v[s][p].x, p), exp2_split<FMA_PAIRS>(t.v[s][p].y, p));
-}
-template <int FMA_PAIRS = 0, int R, int C>
+template <int R, int C>
 __device__ __forceinline__ void exp2_scaled_row(rt<float, R, C>& d, const rt<float, R, C>& t, float scale, const rv<R>& v) {
-  map_row_at(d, t, v, [scale](float x, float y, int p) { return exp2_split<FMA_PAIRS>(fmaf(x, scale, -y), p); });
+  map_row(d, t, v, [scale](float x, float y) { return arch::exp2(fmaf(x, scale, -y)); });
 }
 template <int R, int C>
 __device__ __forceinline__ void row_max_scaled(rv<R>& v, const rt<float, R, C>& t, float scale, const rv<R>& init) {
@@ -211,7 +182,7 @@ __device__ __forceinline__ void row_max_scaled(rv<R>& v, const rt<float, R, C>& 
 // (rows r and r + 8): their two values come from the lanes that keep them, one shuffle each, and serve
 // every slice.
 template <int R, int C, typename F>
-__device__ __forceinline__ void map_col_at(rt<float, R, C>& d, const rt<float, R, C>& t, const cv<C>& v, F f) {
+__device__ __forceinline__ void map_col(rt<float, R, C>& d, const rt<float, R, C>& t, const cv<C>& v, F f) {
   const int c = 2 * (arch::lane_id() & 3);
 #pragma unroll
   for (int j = 0; j < C / 8; ++j) {
@@ -220,12 +191,8 @@ __device__ __forceinline__ void map_col_at(rt<float, R, C>& d, const rt<float, R
 #pragma unroll
     for (int s = 0; s < d.slices; ++s)
 #pragma unroll
-      for (int p = 2 * j; p < 2 * j + 2; ++p) d.v[s][p] = make_float2(f(t.v[s][p].x, y0, p), f(t.v[s][p].y, y1, p));
+      for (int p = 2 * j; p < 2 * j + 2; ++p) d.v[s][p] = make_float2(f(t.v[s][p].x, y0), f(t.v[s][p].y, y1));
   }
-}
-template <int R, int C, typename F>
-__device__ __forceinline__ void map_col(rt<float, R, C>& d, const rt<float, R, C>& t, const cv<C>& v, F f) {
-  map_col_at(d, t, v, [f](float x, float y, int) { return f(x, y); });
 }
 template <int R, int C> __device__ __forceinline__ void add_col(rt<float, R, C>& d, const rt<float, R, C>& t, const cv<C>& v) {
   map_col(d, t, v, [](float x, float y) { return x + y; });
@@ -240,9 +207,9 @@ template <int R, int C> __device__ __forceinline__ void div_col(rt<float, R, C>&
   map_col(d, t, v, [](float x, float y) { return y == 0.f ? 0.f : x / y; });
 }
 // exp2_scaled_row's form for a tile held transposed: d = 2^(scale·t − v[c])
-template <int FMA_PAIRS = 0, int R, int C>
+template <int R, int C>
 __device__ __forceinline__ void exp2_scaled_col(rt<float, R, C>& d, const rt<float, R, C>& t, float scale, const cv<C>& v) {
-  map_col_at(d, t, v, [scale](float x, float y, int p) { return exp2_split<FMA_PAIRS>(fmaf(x, scale, -y), p); });
+  map_col(d, t, v, [scale](float x, float y) { return arch::exp2(fmaf(x, scale, -y)); });
 }
 
 // ================================================================ masks (tile element (r, c) sits at (row0 + r, col0 + c))
