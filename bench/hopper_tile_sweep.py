@@ -259,10 +259,13 @@ def fused(seqs="1024,4096,16384"):
 # schedule choices of the warp-specialized lowering, on top of what the backend launches (config + SCHEDULES)
 FOLD = {"base": {}, "nofold": {"fold": False}, "noearly": {"early_release": False}, "nowindow": {"window": False},
         "nocont": {"continuous_turns": False}, "nouniform": {"uniform_warpgroup": False},
-        "old": {"fold": False, "early_release": False, "window": False, "continuous_turns": False}}
+        "old": {"fold": False, "early_release": False, "window": False, "continuous_turns": False},
+        # session 15: the backward's schedule choices again, on today's code
+        "pp": {"pingpong": True}, "nopp": {"pingpong": False}, "fold": {"fold": True},
+        "uniform": {"uniform_warpgroup": True}, "s2": {"stages": 2}, "s3": {"stages": 3}}
 
 
-def schedule(seqs="512,1024,4096,16384", only=None, dims=(128, 64)):
+def schedule(seqs="512,1024,4096,16384", only=None, dims=(128, 64), kernels=("fwd", "dq", "dkdv")):
     """Session 13: each schedule choice of the warp-specialized lowering (the scale folded into the
     exponent, early one-shot releases, the causal walk's L2 windows, turns across programs) turned off
     in turn, for the forward, dQ and dK/dV kernels as launched."""
@@ -298,9 +301,12 @@ def schedule(seqs="512,1024,4096,16384", only=None, dims=(128, 64)):
                             ["dk", "dv"])
 
                 for kname, flops in (("attention_fwd", f), ("attention_bwd_dq", 1.5 * f), ("attention_bwd_dkdv", 2 * f)):
+                    if kname.split("_")[-1] not in kernels:
+                        continue
                     variants = FOLD
                     if kname == "attention_bwd_dkdv":  # reads its one-shot K, V across the query-head loop
-                        variants = {n: FOLD[n] for n in ("base", "nofold", "nocont", "nowindow", "nouniform")}
+                        variants = {n: FOLD[n] for n in ("base", "nofold", "nocont", "nowindow", "nouniform", "pp", "nopp",
+                                                         "fold", "uniform", "s2", "s3")}
                     if only:
                         variants = {n: v for n, v in variants.items() if n in only}
                     if not causal:  # the L2 windows are a causal walk's
@@ -325,12 +331,13 @@ def main():
     ap.add_argument("--seqs", default="1024,4096", help="sequence lengths of the bwd and schedule parts")
     ap.add_argument("--variants", default="", help="fwd and schedule parts: only these variants (and base)")
     ap.add_argument("--dims", default="128,64", help="fwd and schedule parts: head dims")
+    ap.add_argument("--kernels", default="fwd,dq,dkdv", help="schedule part: which kernels")
     args = ap.parse_args()
     for part in args.only.split(","):
         only = set(args.variants.split(",")) | {"base"} if args.variants else None
         dims = tuple(map(int, args.dims.split(",")))
         {"bwd": lambda: bwd(args.seqs), "fwd": lambda: fwd(only, dims), "ln": ln, "autograd": autograd, "fused": fused,
-         "schedule": lambda: schedule(args.seqs, only, dims)}[part]()
+         "schedule": lambda: schedule(args.seqs, only, dims, tuple(args.kernels.split(",")))}[part]()
 
 
 if __name__ == "__main__":
