@@ -1045,10 +1045,10 @@ class WarpSpecializedLowering(Lowering):
     # schedule options per (kernel, head dim) the tile sweep measured better than the pattern's default
     SCHEDULES = {("attention_bwd_dq", 128): {"pingpong": True},    # 1.25-1.38x over BM=64, 1.21-1.37x without
                  # turns: +1 to +6 %. The scale folded into the exponent: 1-5% slower here at 5 of 8
-                 # shapes, in two runs (bench/hopper_notes.md, session 13)
-                 # The warpgroup index through a shuffle: 1-3.5 % slower here (dK/dV at D = 128: 3-10 %
-                 # faster without a mask at S >= 2k; forward and dQ faster: bench/hopper_notes.md, session 14)
-                 ("attention_bwd_dkdv", 64): {"pingpong": True, "fold": False, "uniform_warpgroup": False},
+                 # shapes, in two runs (bench/hopper_notes.md, session 13). The warpgroup index through a
+                 # shuffle: off in session 14 (1-3.5 % slower then); on today's code (descriptor offsets)
+                 # 2 % faster at 11 of 12 shapes, in two runs (session 15)
+                 ("attention_bwd_dkdv", 64): {"pingpong": True, "fold": False},
                  # dK, dV (128 registers) + the dQ block: the persistent loop's own registers make
                  # ptxas spill (112 bytes); one CTA per program does not. Not rotated: dK's wgmma is
                  # issued right after dQ's and runs while dQ is staged for its reduce. With the warpgroup
