@@ -7,7 +7,7 @@ compute-sanitizer (memcheck, racecheck, synccheck, initcheck) runs over.
 than the GPU has SMs, so that persistent CTAs walk several (the causal pairs, the turns that run on
 across programs, Q released in a program's last iteration). `--only gemm_fp8` runs the fp8 GEMM with
 its last tiles split along K (stream-K): at an issue shape where the launcher splits them, and on grids
-of a few CTAs, at both tile widths, where tiles split into many shares.
+of a few CTAs, at both tile widths and with 192-row tiles, where tiles split into many shares.
 """
 import sys
 
@@ -32,7 +32,8 @@ if only == "gemm_fp8":
     assert lower_fp8.choose(1024, 4608, 2048, torch.cuda.get_device_properties(0).multi_processor_count)["stream_k"]
     tiles.gemm_fp8(x["a"], x["b"], x["sa"], x["sb"], backend=be.name)
     for (M, N, K), grid, cfg in (((300, 129, 4096), 4, {}), ((257, 300, 1000), 7, {}),
-                                 ((384, 640, 1024), 4, dict(BN=256, stages=4, schedule="pingpong"))):
+                                 ((384, 640, 1024), 4, dict(BN=256, stages=4, schedule="pingpong")),
+                                 ((450, 300, 1000), 5, dict(BM=192))):  # three consumer warpgroups (session 15)
         x = fp8.make_set(M, N, K, dev, 1)
         go, _ = lower_fp8.launcher(x["a"], x["b"], x["sa"], x["sb"], stream_k=True, sms=grid, **cfg)
         go()

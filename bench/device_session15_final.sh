@@ -1,0 +1,13 @@
+#!/bin/sh
+# Session 15's last device call: the GPU test suites, compute-sanitizer over the fp8 GEMM (now with
+# 192-row tiles), then the standard benchmark.
+#   TILES_COMMIT=$(git rev-parse --short HEAD) sh bench/device_session15_final.sh
+. bench/device_env.sh
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
+timeout 200 python3 -m pytest -q -p no:cacheprovider -n 8 -W ignore tests/cdna_emu tests/portability tests/hopper \
+    tests/test_attention_fused.py tests/test_gemm_fp8.py -rfs --tb=short > "$OUT/tests.txt" 2>&1
+grep -E "^(FAILED|ERROR|XFAIL)|passed|failed" "$OUT/tests.txt" | cut -c1-200 | head -30
+WORKLOAD=gemm_fp8 TOOLS="racecheck memcheck" TOOL_TIMEOUT=60 sh bench/device_sanitize.sh
+timeout 200 python3 -m tiles.bench run --suite standard --kernels gemm,gemm_fp8,attention_fwd,attention_bwd --reps 10 \
+    --budget 0.25 --out "$OUT/H200-$(date +%F).json" > "$OUT/bench.txt" 2>&1
+tail -2 "$OUT/bench.txt"
