@@ -1,6 +1,6 @@
 #!/bin/sh
-# Session 15's last device call: the GPU test suites, compute-sanitizer over the fp8 GEMM (now with
-# 192-row tiles), then the standard benchmark.
+# Session 15's last device calls: the GPU test suites, compute-sanitizer over the fp8 GEMM (now with
+# 192-row tiles and the transposed storage), then the standard benchmark.
 #   TILES_COMMIT=$(git rev-parse --short HEAD) sh bench/device_session15_final.sh
 . bench/device_env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw,temperature.gpu --format=csv | tee "$OUT/gpu.txt"

@@ -7,7 +7,8 @@ compute-sanitizer (memcheck, racecheck, synccheck, initcheck) runs over.
 than the GPU has SMs, so that persistent CTAs walk several (the causal pairs, the turns that run on
 across programs, Q released in a program's last iteration). `--only gemm_fp8` runs the fp8 GEMM with
 its last tiles split along K (stream-K): at an issue shape where the launcher splits them, and on grids
-of a few CTAs, at both tile widths and with 192-row tiles, where tiles split into many shares.
+of a few CTAs, at both tile widths and with 192-row tiles, where tiles split into many shares; and once
+in the transposed storage (the K-major copies of transpose.py).
 """
 import sys
 
@@ -37,6 +38,8 @@ if only == "gemm_fp8":
         x = fp8.make_set(M, N, K, dev, 1)
         go, _ = lower_fp8.launcher(x["a"], x["b"], x["sa"], x["sb"], stream_k=True, sms=grid, **cfg)
         go()
+    x = fp8.make_set(200, 300, 1000, dev, 2)  # the transposed storage: K-major copies by transpose.py first
+    tiles.gemm_fp8(x["a_km"].t(), x["b_kn"].t(), x["sa_km"].t(), x["sb_kn"].t(), backend=be.name)
     torch.cuda.synchronize()
     print("sanitize_suite: ran gemm_fp8 stream-K")
     sys.exit(0)

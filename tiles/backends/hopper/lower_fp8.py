@@ -35,7 +35,7 @@ from tiles.core import ir
 from tiles.core.lowering import Lowered, Lowering, LoweringError, header_files, match_block_scaled_gemm
 from tiles.core.patterns import Pipelined, ProducerConsumer
 
-from . import gemm_probe, runtime
+from . import gemm_probe, runtime, transpose
 
 ARCH = runtime.ARCH
 DEFAULTS = dict(stages=6, group_m=8, producer_regs=None, consumer_regs=None, epilogue="tma", overlap=True, cluster=1,
@@ -293,7 +293,7 @@ def bind(kern: dict, A, B, SA, SB, C, sms: Optional[int] = None):
     ops8 = []
     for t in (A, B):
         if t.stride(1) != 1 and t.shape[1] > 1:
-            t = t.contiguous()  # the transposed layouts: one K-major copy per call
+            t = transpose.kmajor(t)  # the transposed layouts: one K-major copy per call
         ops8.append(gemm_probe._tma_ready(t.view(torch.uint8), K))
     tma_out = cfg["epilogue"] == "tma"
     kkey = (kern["name"], kern["source"], torch.cuda.current_device())
