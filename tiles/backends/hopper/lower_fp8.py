@@ -25,7 +25,8 @@ The four ops after the mma become one fused promotion (acc += part * (sa[row] * 
 The grid becomes persistent CTAs visiting the same tiles in grouped order. Hopper's fp8 wgmma reads
 both operands K-major from shared memory, so the launcher hands it K-major A and B: an operand whose
 K axis is not contiguous (the transposed layouts) is copied into a K-major tensor first (one
-transpose per call, counted in its time; the scales are read in place through their strides).
+transpose per call by transpose.py, counted in its time; the scales are read in place through their
+strides).
 """
 from __future__ import annotations
 
