@@ -1,6 +1,6 @@
 #!/bin/sh
 # Session 15, second call: the fp8 GPU tests with clamped scales by default and 192-row tiles, the A/B
-# again (bench/fp8_bm192_ab.py), then where attention's time goes against cuDNN: ncu on the D = 128,
+# again (bench/fp8_ab.py tiles), then where attention's time goes against cuDNN: ncu on the D = 128,
 # S = 16k forward (tiles, cuDNN), and the backward's kernels (torch.profiler) at S = 4k, D = 64 and 128.
 #   sh bench/device_session15b.sh
 DEVICE_PYTHONPATH=tests/hopper:bench
@@ -8,7 +8,7 @@ DEVICE_PYTHONPATH=tests/hopper:bench
 timeout 240 python3 -m pytest -q -p no:cacheprovider -W ignore tests/hopper/test_fp8_scales.py tests/hopper/test_stream_k.py \
     tests/hopper/test_fp8.py tests/test_gemm_fp8.py tests/portability/test_gemm_fp8_blockscaled.py -rfE --tb=short > "$OUT/tests.txt" 2>&1
 grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/tests.txt" | cut -c1-300 | head -20
-timeout 200 python3 bench/fp8_bm192_ab.py 2>&1 | tee "$OUT/fp8_ab.txt"
+timeout 200 python3 bench/fp8_ab.py tiles 2>&1 | tee "$OUT/fp8_ab.txt"
 for impl in tiles cudnn; do
   for d in 64 128; do
     h=$((2048 / d))

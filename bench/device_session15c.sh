@@ -7,7 +7,7 @@ DEVICE_PYTHONPATH=tests/hopper:bench
 timeout 200 python3 -m pytest -q -p no:cacheprovider -W ignore tests/hopper/test_fp8_scales.py tests/hopper/test_fp8.py \
     -rfEs --tb=short > "$OUT/tests.txt" 2>&1
 grep -E "^(FAILED|ERROR|SKIPPED)|passed|failed" "$OUT/tests.txt" | cut -c1-200 | head -20
-timeout 200 python3 bench/fp8_bm192_ab.py 2>&1 | tee "$OUT/fp8_ab.txt"
+timeout 200 python3 bench/fp8_ab.py tiles 2>&1 | tee "$OUT/fp8_ab.txt"
 for s in 4096 1024; do
   for d in 64 128; do
     h=$((2048 / d)); b=$((16384 / s))

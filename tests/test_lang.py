@@ -1,5 +1,4 @@
 """The tile language: tracing, trace-time errors, the IR text, and the interpreter's semantics."""
-import math
 
 import pytest
 import torch

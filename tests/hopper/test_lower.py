@@ -9,7 +9,7 @@ import torch
 
 from tiles import backends
 from tiles.core.lowering import LoweringError
-from tiles.core.patterns import PingPong, Pipelined, ProducerConsumer
+from tiles.core.patterns import Pipelined, ProducerConsumer
 from tiles.core.trace import kernel
 from tiles.core.lang import load_async, mma, store, wait, zero
 from tiles.core.dtypes import f32
@@ -46,7 +46,7 @@ def test_dtypes(hopper, dt, out):
 
 
 def test_lowered_source_compiles(hopper):
-    nvrtc = pytest.importorskip("cuda.bindings.nvrtc")  # noqa: F841
+    pytest.importorskip("cuda.bindings.nvrtc")
     from tiles.backends.hopper import runtime
     lo = lowered(hopper, options=dict(epilogue="regs", cluster=1))
     c = runtime.compile_cuda(lo.source, name=lo.entry + ".cu", cache=False)

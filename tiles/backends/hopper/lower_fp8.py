@@ -51,7 +51,7 @@ LOWER_DEFAULTS = dict(BN=128)
 # 8192^3, 1037 vs 989 at 6144x7168x2304); its tiles are twice as large, so it wins only with enough of them.
 BN256_SPEEDUP = 1.08
 # The same for 192 x 128 tiles (three consumer warpgroups), per unit of area (H200, session 15,
-# bench/fp8_bm192_ab.py: 1188 TFLOP/s at 8192^3 over 21 waves against BN=256's 1229 over 15.5 + stream-K).
+# bench/fp8_ab.py tiles: 1188 TFLOP/s at 8192^3 over 21 waves against BN=256's 1229 over 15.5 + stream-K).
 BM192_SPEEDUP = 1.04
 
 

@@ -1,0 +1,81 @@
+"""Session 15: the fp8 GEMM's launched configuration against candidates, at the issue's five shapes.
+
+    PYTHONPATH=.:bench python3 bench/fp8_ab.py tiles    # tile shapes and the scale loads
+    PYTHONPATH=.:bench python3 bench/fp8_ab.py knobs    # clusters and the grouped order
+
+`tiles`:
+* `launched`: what tiles.gemm_fp8 runs (lower_fp8.choose; with BN 256 the turns), clamped scale loads;
+* `checked`: the same with `clamp_scales=False` (predicated scale loads, the default before session 15);
+* `session14`: session 14's choice (BN 128, or 256 with turns; stream-K where it picked it);
+* `bm192`, `bm192_sk`: three consumer warpgroups of 64 rows (BM = 192) over 128-wide tiles, 4 stages;
+  without and with stream-K.
+`knobs`: the launched tile with 2-CTA clusters sharing B by multicast (without stream-K, which takes
+single CTAs), group 16 and 4 in the grouped order, and (where the launcher splits) without stream-K.
+
+Outputs are compared bitwise with the unsplit launched kernel's where both sum each element in the same
+order (stream-K's splits change the order of one addition), then all are timed interleaved
+(hopper_gemm_tiles.timed) next to torch._scaled_mm row-wise; TFLOP/s.
+"""
+import sys
+
+import torch
+
+from tiles.backends.hopper import lower_fp8
+from tiles.bench import fp8
+
+import hopper_gemm_tiles as ht
+
+SHAPES = [(1024, 1536, 7168), (1024, 4608, 7168), (6144, 7168, 2304), (6144, 1536, 7168), (8192, 8192, 8192)]
+BM192 = dict(BM=192, stages=4)
+SESSION14 = {(1024, 1536, 7168): dict(BN=128), (1024, 4608, 7168): dict(BN=128, stream_k=True)}
+PP_SK = dict(BN=256, stages=4, schedule="pingpong", stream_k=True)
+
+
+def launched(M, N, K, sms):
+    cfg = lower_fp8.choose(M, N, K, sms)
+    if cfg["BN"] == 256:
+        cfg.update(schedule="pingpong")
+    return cfg
+
+
+def tile_variants(M, N, K, sms):
+    cfg = launched(M, N, K, sms)
+    return {"launched": cfg, "checked": dict(cfg, clamp_scales=False), "session14": SESSION14.get((M, N, K), PP_SK),
+            "bm192": dict(BM192), "bm192_sk": dict(BM192, stream_k=True)}
+
+
+def knob_variants(M, N, K, sms):
+    cfg = launched(M, N, K, sms)
+    whole = dict(cfg, stream_k=False)
+    out = {"launched": cfg, "cluster2": dict(whole, cluster=2), "group16": dict(cfg, group_m=16),
+           "group4": dict(cfg, group_m=4)}
+    if cfg["stream_k"]:
+        out["whole"] = whole
+    return out
+
+
+def main(which):
+    variants = {"tiles": tile_variants, "knobs": knob_variants}[which]
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for M, N, K in SHAPES:
+        sets = [fp8.make_set(M, N, K, torch.device("cuda"), seed) for seed in range(2)]
+        fns, outs, vs = {}, {}, variants(M, N, K, sms)
+        for label, cfg in vs.items():
+            gos = [lower_fp8.launcher(x["a"], x["b"], x["sa"], x["sb"], **cfg) for x in sets]
+            gos[0][1].fill_(float("nan"))
+            gos[0][0]()
+            outs[label] = gos[0][1].clone()
+            fns[label] = lambda i, gos=gos: gos[i % 2][0]()
+        fns["scaled_mm_rowwise"] = lambda i: torch._scaled_mm(sets[i % 2]["a"], sets[i % 2]["b"].t(),
+                                                              scale_a=sets[i % 2]["sa_row"], scale_b=sets[i % 2]["sb_row"],
+                                                              out_dtype=torch.bfloat16)
+        torch.cuda.synchronize()
+        unsplit = [label for label, cfg in vs.items() if not cfg.get("stream_k")]
+        same = {label: torch.equal(outs[unsplit[0]], outs[label]) for label in unsplit}
+        ms = ht.timed(fns, rounds=11)
+        print(M, N, K, "launched", vs["launched"], "bitwise vs", unsplit[0], same, flush=True)
+        print("   ", " ".join(f"{n}={2 * M * N * K / (t * 1e-3) / 1e12:.0f}" for n, t in ms.items()), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "tiles")
