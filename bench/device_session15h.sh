@@ -1,6 +1,6 @@
 #!/bin/sh
-# Prepared in session 15 (not run: no device time left): ncu on the backward's dK/dV kernel at D = 64 and 128 (S = 4k, non-causal), the
-# kernel that runs at 460 / 670 TFLOP/s a GEMM: where its warps stall.
+# Prepared in session 15 (not run: no device time left): ncu on the backward's dK/dV kernel at D = 64
+# and 128 (S = 4k, non-causal), the kernel that runs at 460 / 670 TFLOP/s a GEMM: where its warps stall.
 #   sh bench/device_session15h.sh
 . bench/device_env.sh
 for d in 64 128; do
