@@ -1,9 +1,10 @@
 """The fp8 GEMM's `clamp_scales` option (on by default since session 15: +2 to +8 % at the issue's
 shapes on the H200): rows past M and a block past N read the last row's / block's scales instead of a
-predicated zero, so every scale load in the loop is unconditional. Their products are never stored, so the stored output must be
-bitwise what the checked loads give. On the CPU: the option renders and compiles, with fewer loop
-instructions and no spills. On an sm_90 GPU: bitwise equality with the checked loads at shapes with M
-and N tails (both widths, with and without stream-K) and the float64 bound."""
+predicated zero, so every scale load in the loop is unconditional. Their products are never stored, so
+the stored output must be bitwise what the checked loads give. On the CPU: the option renders and
+compiles, with fewer loop instructions and no spills. On an sm_90 GPU: bitwise equality with the checked
+loads at shapes with M and N tails (both widths and 192-row tiles, with and without stream-K) and the
+float64 bound; and 192-row tiles through tiles.gemm_fp8 where the launcher picks them."""
 from __future__ import annotations
 
 import pytest

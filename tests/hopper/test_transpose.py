@@ -25,7 +25,7 @@ def test_copies_equal_torch_on_the_gpu(X, K, ld, offset):
     needs.hopper_gpu()
     g = torch.Generator(device="cuda").manual_seed(X * K + ld)
     store = torch.randint(0, 256, (K * ld + offset,), dtype=torch.uint8, device="cuda", generator=g)
-    t = store[offset:].as_strided((X, K), (1, ld))  # X x K, stored K-major as K rows of ld bytes: MN-major
+    t = store[offset:].as_strided((X, K), (1, ld))  # X x K stored as K rows of ld bytes, X contiguous: MN-major
     for dtype in (torch.uint8, torch.float8_e4m3fn):
         x = t.view(dtype)
         got = transpose.kmajor(x)

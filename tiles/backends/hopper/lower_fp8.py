@@ -193,7 +193,7 @@ class Fp8GemmLowering(Lowering):
             kern = fp8_source(g["C"].dtype.name, name=name, BM=BM, BN=BN, BK=g["BK"],
                               ir_name=self.k.name, ir_text=self.k.text(), **cfg)
         except (ValueError, TypeError) as e:
-            raise LoweringError(f"hopper: fp8 GEMM {g['BM']}x{BN}x{g['BK']} {cfg}: {e}") from None
+            raise LoweringError(f"hopper: fp8 GEMM {BM}x{BN}x{g['BK']} {cfg}: {e}") from None
         A, B, SA, SB, C = g["A"], g["B"], g["SA"], g["SB"], g["C"]
         args = [("tma", A), ("tma", B), ("tma_out", C), ("ptr", C), ("ptr", SA), ("stride64", SA.strides[0]),
                 ("stride64", SA.strides[1]), ("ptr", SB), ("stride64", SB.strides[0]), ("stride64", SB.strides[2]),

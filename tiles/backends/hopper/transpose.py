@@ -38,7 +38,7 @@ def kmajor(t):
     if X and K:
         ld_in = src.stride(0)
         words = src.data_ptr() % 4 == 0 and ld_in % 4 == 0 and ld_out % 4 == 0
-        _kernel().launch((-(-X // TILE), -(-K // TILE)), (256,),
-                    [runtime.arg_ptr(src), runtime.arg_i64(ld_in), runtime.arg_ptr(out), runtime.arg_i64(ld_out),
-                     runtime.arg_i32(K), runtime.arg_i32(X), runtime.arg_i32(int(words))])
+        args = [runtime.arg_ptr(src), runtime.arg_i64(ld_in), runtime.arg_ptr(out), runtime.arg_i64(ld_out),
+                runtime.arg_i32(K), runtime.arg_i32(X), runtime.arg_i32(int(words))]
+        _kernel().launch((-(-X // TILE), -(-K // TILE)), (256,), args)
     return out[:, :K].view(t.dtype)
