@@ -262,7 +262,8 @@ FOLD = {"base": {}, "nofold": {"fold": False}, "noearly": {"early_release": Fals
         "old": {"fold": False, "early_release": False, "window": False, "continuous_turns": False},
         # session 15: the backward's schedule choices again, on today's code
         "pp": {"pingpong": True}, "nopp": {"pingpong": False}, "fold": {"fold": True},
-        "uniform": {"uniform_warpgroup": True}, "s2": {"stages": 2}, "s3": {"stages": 3}}
+        "uniform": {"uniform_warpgroup": True}, "s2": {"stages": 2}, "s3": {"stages": 3},
+        "tree": {"tree_max": True}}  # the forward's row maximum as a tree (prepared in session 15)
 
 
 def schedule(seqs="512,1024,4096,16384", only=None, dims=(128, 64), kernels=("fwd", "dq", "dkdv")):

@@ -178,3 +178,75 @@ def test_warpgroup_index_is_warp_uniform(tmp_path):
         c = runtime.compile_cuda(lw.source, name=lw.entry + ".cu", cache=False)
         copies[tag] = _sass(c.cubin, tmp_path).count("R2UR")
     assert copies["uniform"] < copies["plain"], copies
+
+
+def _max_chain(body) -> int:
+    """The longest chain of dependent FMNMX in a loop body, in program order (a shuffle passes its
+    source's depth on; any other write starts a register afresh)."""
+    import re
+
+    depth, longest = {}, 0
+    for line in body:
+        m = re.match(r"\s*(?:@!?U?P\w+\s+)?([\w.]+)\s+(?:PT, )?(R\d+)\s*,\s*(.*)", line)
+        if not m:
+            continue
+        op, dst, rest = m.groups()
+        srcs = re.findall(r"\bR\d+\b", rest)
+        if op.startswith("FMNMX"):
+            depth[dst] = 1 + max((depth.get(r, 0) for r in srcs), default=0)
+            longest = max(longest, depth[dst])
+        elif op.startswith("SHFL"):
+            depth[dst] = depth.get(srcs[0], 0) if srcs else 0
+        else:
+            depth[dst] = 0
+    return longest
+
+
+@pytest.mark.parametrize("D", [64, 128])
+def test_tree_max_shortens_the_chain(D, tmp_path):
+    """tree_max (prepared in session 15, off until measured): the softmax's row maximum as a tree. The
+    source calls row_max_scaled<true>; in the forward's main loop the longest chain of dependent FMNMX
+    drops from one a pair of a row's values to about log2 of them."""
+    from test_compile import assert_no_spills
+    from test_fp8 import _sass
+    from test_stream_k import _mainloops
+
+    runtime = needs.nvrtc()
+    chains = {}
+    for tree in (False, True):
+        low = _lower(D=D, causal=False, launched=True, options={"tree_max": True} if tree else None)
+        assert ("row_max_scaled<true>(m_new, s, " in low.source) == tree and low.entry.endswith("t") == tree
+        c = runtime.compile_cuda(low.source, name=low.entry + ".cu", cache=False)
+        assert_no_spills(c, low.entry, tmp_path)  # the tree's values stay in registers: no stack either
+        body = min(_mainloops(_sass(c.cubin, tmp_path), "HGMMA"), key=len)
+        chains[tree] = (_max_chain(body), sum("FMNMX" in i for i in body))
+    assert chains[False][0] >= 16 and chains[True][0] <= 8, chains
+    assert chains[True][1] == chains[False][1], chains  # as many FMNMX: the same work, in another order
+    assert _max_chain(["FMNMX R0, R1, R2, !PT", "SHFL.BFLY PT, R3, R0, 0x1, 0x1f", "FMNMX R4, R0, R3, !PT"]) == 2
+
+
+@pytest.mark.parametrize("D", [64, 128])
+def test_tree_max_gives_the_same_bits_on_the_gpu(D):
+    """Max is exact in any order: the forward with the tree and with the chain agrees to the bit (O and
+    LSE), causal and not, with GQA and tails, and meets the float64 rule."""
+    needs.hopper_gpu()
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "portability"))
+    from reference import check_attention_fwd
+
+    g = torch.Generator().manual_seed(D)
+    B, Sq, Sk, H, Hkv = 2, 1000, 1300, 8, 2
+    q = torch.randn(B, Sq, H, D, generator=g).bfloat16().cuda()
+    k, v = (torch.randn(B, Sk, Hkv, D, generator=g).bfloat16().cuda() for _ in range(2))
+    cfg = WarpSpecializedLowering.config("attention_fwd", D=D)
+    for causal in (False, True):
+        outs = {}
+        for tree in (True, False):
+            out, lse = torch.full_like(q, math.nan), torch.full((B, H, Sq), math.nan, device="cuda")
+            go = WarpSpecializedLowering.prepare(attention_fwd, q, k, v, out, lse, D ** -0.5, causal=causal, D=D,
+                                                 options={"tree_max": tree}, **cfg)
+            assert ("row_max_scaled<true>" in go.lowered.source) == tree
+            go()
+            outs[tree] = (out, lse)
+        torch.cuda.synchronize()
+        assert torch.equal(outs[True][0], outs[False][0]) and torch.equal(outs[True][1], outs[False][1])
+        check_attention_fwd(outs[True][0], outs[True][1], q, k, v, causal, D ** -0.5)

@@ -148,9 +148,10 @@ def test_stream_k_kernels_compile(tmp_path):
         lower_fp8.fp8_source("bf16", stream_k="auto")
 
 
-def _mainloops(sass: str) -> list:
-    """Instruction lists of the loops of a SASS listing that issue QGMMA (a backward branch to an
-    address before it; loops around other loops included: callers pick by size)."""
+def _mainloops(sass: str, needle: str = "QGMMA") -> list:
+    """Instruction lists of the loops of a SASS listing that issue `needle` (QGMMA: fp8 wgmma; HGMMA:
+    16-bit) (a backward branch to an address before it; loops around other loops included: callers
+    pick by size)."""
     import re
 
     ins = [(int(m.group(1), 16), m.group(2).strip()) for m in re.finditer(r"/\*([0-9a-f]{4,})\*/\s+([^;]*);", sass)]
@@ -160,7 +161,7 @@ def _mainloops(sass: str) -> list:
         m = re.search(r"BRA (?:\S+, )?0x([0-9a-f]+)", text)
         if m and int(m.group(1), 16) < a and int(m.group(1), 16) in at:
             body = [t for _, t in ins[at[int(m.group(1), 16)]:i + 1]]
-            if any("QGMMA" in t for t in body):
+            if any(needle in t for t in body):
                 loops.append(body)
     return loops
 

@@ -45,8 +45,10 @@ The schedule (templates/attention.cu.j2) comes from the kernel's overlap pattern
   `continuous_turns` keeps PingPong's turns running across programs;
   `uniform_warpgroup` hands the consumer warpgroup's index through a warp shuffle, so ptxas sees it
   is the same in every lane and keeps the wgmma descriptors built from it in uniform registers (else
-  it builds them in vector registers and copies each back before its wgmma). bench/hopper_notes.md
-  has the measurements behind each default.
+  it builds them in vector registers and copies each back before its wgmma);
+  `tree_max` (off: prepared in session 15, not yet measured) takes the softmax's row maximum as a tree
+  (ops.h `row_max_tree`, the same bits) instead of a chain, to shorten the wait from S to the exp2.
+  bench/hopper_notes.md has the measurements behind each default.
 
 Scalars (program ids, sizes, strides, loop bounds, mask offsets) are the IR's own expressions rendered
 by `Lowering.expr`. Global tensors are read through rank-4 TMA maps (any row/head strides that TMA
@@ -166,7 +168,7 @@ class WarpSpecializedLowering(Lowering):
             self.consumers = rows // 64 if rows in (128, 192) else (2 if rows % 128 == 0 else 1)
         # launch-time overrides (benchmark variants): stages, consumers, pingpong
         known = {"stages", "consumers", "pingpong", "rotate", "hoist", "persistent", "order", "fold", "early_release",
-                 "window", "continuous_turns", "uniform_warpgroup"}
+                 "window", "continuous_turns", "uniform_warpgroup", "tree_max"}
         unknown = set(self.options) - known
         if unknown:
             self._fail(f"unknown options {sorted(unknown)} (known: {sorted(known)})")
@@ -450,6 +452,8 @@ class WarpSpecializedLowering(Lowering):
             return f"{name[:-4]}_col({', '.join(v(x) for x in n.outs + n.ins)});"
         if name in ("add_row", "sub_row", "mul_row", "div_row", "cast"):
             return f"{name}({', '.join(v(x) for x in n.outs + n.ins)});"
+        if name == "row_max" and len(n.ins) == 2 and self.options.get("tree_max", False):
+            return f"row_max<true>({', '.join(v(x) for x in n.outs + n.ins)});  // the maximum as a tree"
         if name in ("row_max", "row_sum"):
             return f"{name}({', '.join(v(x) for x in n.outs + n.ins)});"
         # masks on a transposed tile swap the axes: logical columns are the rows the warpgroups split
@@ -616,7 +620,8 @@ class WarpSpecializedLowering(Lowering):
         """row_max / sub_row with the scale plan_fold took out of the mul before them."""
         v, c = self.var, self.fexpr(scale)
         if n.name == "row_max":
-            return f"row_max_scaled({v(n.outs[0])}, {v(n.ins[0])}, {c}, {v(n.ins[1])});"
+            tree = "<true>" if self.options.get("tree_max", False) else ""  # the maximum as a tree (ops.h row_max_tree)
+            return f"row_max_scaled{tree}({v(n.outs[0])}, {v(n.ins[0])}, {c}, {v(n.ins[1])});"
         form = "col" if n.outs[0] in self.flipped else "row"  # a tile held transposed: its rows are our columns
         return f"exp2_scaled_{form}({v(n.outs[0])}, {v(n.ins[0])}, {c}, {v(n.ins[1])});"
 
@@ -996,7 +1001,8 @@ class WarpSpecializedLowering(Lowering):
         sig += [f"float {self.sym_name(s)}" for s in k.scalars]
         BM = self.BM
         tags = [("pp", self.pingpong), ("rot", self.deferred is not None), ("h", self.hoisted),
-                ("np", not self.persistent), ("f", self.fold), ("w", self.window_bytes)]
+                ("np", not self.persistent), ("f", self.fold), ("w", self.window_bytes),
+                ("t", self.options.get("tree_max", False))]
         name = "tiles_{}_hopper_{}_{}_s{}c{}{}".format(
             k.name, "_".join(f"{a}{int(v) if isinstance(v, bool) else v}" for a, v in k.constexprs.items()),
             k.params[0].dtype.name, self.stages, self.consumers, "".join(t for t, on in tags if on))

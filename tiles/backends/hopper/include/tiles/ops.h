@@ -109,12 +109,45 @@ template <bool IS_MAX, int R, int C> __device__ __forceinline__ void row_reduce(
       v.v[s][h] = acc;
     }
 }
+// The same maximum as a tree: a thread's values of a row meet pairwise, halving each round (log2 of
+// them deep instead of a chain of them), both rows of a slice side by side. Max is exact in any
+// order, so the answer is the same to the bit; what changes is how long the softmax waits for it.
+template <int R, int C> __device__ __forceinline__ void row_max_tree(rv<R>& v, const rt<float, R, C>& t) {
+  using tile = rt<float, R, C>;
+  constexpr int N = tile::pairs / 2;  // pairs of one row (h) in a slice: p = h, h + 2, ...
+  static_assert(N >= 1 && (N & (N - 1)) == 0, "a power-of-two count of pairs a row");
+#pragma unroll
+  for (int s = 0; s < tile::slices; ++s) {
+    float m[2][N];
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int i = 0; i < N; ++i) m[h][i] = fmaxf(t.v[s][h + 2 * i].x, t.v[s][h + 2 * i].y);
+#pragma unroll
+    for (int w = N / 2; w > 0; w /= 2)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int i = 0; i < N / 2; ++i)
+          if (i < w) m[h][i] = fmaxf(m[h][i], m[h][i + w]);  // fixed trip counts: m stays in registers
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float acc = fmaxf(m[h][0], arch::shfl_xor(m[h][0], 1));
+      v.v[s][h] = fmaxf(acc, arch::shfl_xor(acc, 2));
+    }
+  }
+}
+template <bool TREE, int R, int C> __device__ __forceinline__ void row_max_by(rv<R>& v, const rt<float, R, C>& t) {
+  if constexpr (TREE) row_max_tree(v, t); else row_reduce<true>(v, t);
+}
 template <int R, int C> __device__ __forceinline__ void row_max(rv<R>& v, const rt<float, R, C>& t) { row_reduce<true>(v, t); }
 template <int R, int C> __device__ __forceinline__ void row_sum(rv<R>& v, const rt<float, R, C>& t) { row_reduce<false>(v, t); }
 // `v` may be `init` itself (row_sum(l, s, l)): the reduction goes to a temporary first.
-template <int R, int C> __device__ __forceinline__ void row_max(rv<R>& v, const rt<float, R, C>& t, const rv<R>& init) {
+// TREE: the maximum as a tree (row_max_tree); the same bits.
+template <bool TREE = false, int R, int C>
+__device__ __forceinline__ void row_max(rv<R>& v, const rt<float, R, C>& t, const rv<R>& init) {
   rv<R> r;
-  row_reduce<true>(r, t);
+  row_max_by<TREE>(r, t);
 #pragma unroll
   for (int s = 0; s < v.slices; ++s) v.v[s][0] = fmaxf(r.v[s][0], init.v[s][0]), v.v[s][1] = fmaxf(r.v[s][1], init.v[s][1]);
 }
@@ -168,10 +201,10 @@ template <int R, int C>
 __device__ __forceinline__ void exp2_scaled_row(rt<float, R, C>& d, const rt<float, R, C>& t, float scale, const rv<R>& v) {
   map_row(d, t, v, [scale](float x, float y) { return arch::exp2(fmaf(x, scale, -y)); });
 }
-template <int R, int C>
+template <bool TREE = false, int R, int C>
 __device__ __forceinline__ void row_max_scaled(rv<R>& v, const rt<float, R, C>& t, float scale, const rv<R>& init) {
   rv<R> r;
-  row_reduce<true>(r, t);
+  row_max_by<TREE>(r, t);
 #pragma unroll
   for (int s = 0; s < v.slices; ++s)
     v.v[s][0] = fmaxf(r.v[s][0] * scale, init.v[s][0]), v.v[s][1] = fmaxf(r.v[s][1] * scale, init.v[s][1]);
