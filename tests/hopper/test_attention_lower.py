@@ -24,6 +24,7 @@ from tiles.core.patterns import Pipelined  # noqa: E402
 from tiles.core.trace import kernel  # noqa: E402
 from tiles.kernels import attention_bwd_dkdv, attention_bwd_dq, attention_bwd_fused, attention_fwd  # noqa: E402
 from test_compile import assert_no_spills  # noqa: E402  (tests/hopper is on sys.path)
+from sass import disassemble  # noqa: E402
 
 try:
     runtime.nvrtc_version()
@@ -58,14 +59,6 @@ def _lower(D=128, causal=True, dtype=torch.bfloat16, options=None, kernel="fwd",
     else:
         k = attention_fwd.trace(q, kv, kv, q, lse, D ** -0.5, causal=causal, D=D, **over)
     return WarpSpecializedLowering(k, **(options or {})).lower()
-
-
-def _cuobjdump():
-    for p in map(pathlib.Path, sys.path):
-        c = p / "nvidia" / "cu13" / "bin" / "cuobjdump"
-        if c.exists():
-            return str(c)
-    return shutil.which("cuobjdump")
 
 
 CASES = {
@@ -122,12 +115,7 @@ def test_nvrtc_compiles_without_spills(compiled, tmp_path):
 
 def test_sass_has_hopper_instructions(compiled, tmp_path):
     low, c, name = compiled
-    tool = _cuobjdump()
-    if tool is None:
-        pytest.skip("cuobjdump not found")
-    f = tmp_path / "k.cubin"
-    f.write_bytes(c.cubin)
-    sass = subprocess.run([tool, "-sass", str(f)], check=True, capture_output=True, text=True).stdout
+    sass = disassemble(c.cubin, tmp_path)
     D = low.kernel.constexprs["D"]
     if low.kernel.name == "attention_bwd_fused":
         assert "UTMAREDG" in sass  # cp.reduce.async.bulk.tensor: dQ added into dQacc

@@ -162,7 +162,7 @@ def test_warpgroup_index_is_warp_uniform(tmp_path):
     """uniform_warpgroup hands the consumer warpgroup's index through a shuffle: ptxas then builds the
     wgmma descriptors in uniform registers, with no R2UR copy before each wgmma (session 14: forward and
     dQ 1-7 % faster; dK/dV at D = 64 2 % faster since session 15). Off for the fused backward (spills)."""
-    from test_fp8 import _sass
+    from sass import disassemble
 
     shuffle = "const int cw = __shfl_sync(0xffffffffu, warpgroup_id() - 1, 0);"
     low = _lower(D=128, causal=True)
@@ -176,30 +176,8 @@ def test_warpgroup_index_is_warp_uniform(tmp_path):
     copies = {}
     for tag, lw in (("uniform", low), ("plain", plain)):
         c = runtime.compile_cuda(lw.source, name=lw.entry + ".cu", cache=False)
-        copies[tag] = _sass(c.cubin, tmp_path).count("R2UR")
+        copies[tag] = disassemble(c.cubin, tmp_path).count("R2UR")
     assert copies["uniform"] < copies["plain"], copies
-
-
-def _max_chain(body) -> int:
-    """The longest chain of dependent FMNMX in a loop body, in program order (a shuffle passes its
-    source's depth on; any other write starts a register afresh)."""
-    import re
-
-    depth, longest = {}, 0
-    for line in body:
-        m = re.match(r"\s*(?:@!?U?P\w+\s+)?([\w.]+)\s+(?:PT, )?(R\d+)\s*,\s*(.*)", line)
-        if not m:
-            continue
-        op, dst, rest = m.groups()
-        srcs = re.findall(r"\bR\d+\b", rest)
-        if op.startswith("FMNMX"):
-            depth[dst] = 1 + max((depth.get(r, 0) for r in srcs), default=0)
-            longest = max(longest, depth[dst])
-        elif op.startswith("SHFL"):
-            depth[dst] = depth.get(srcs[0], 0) if srcs else 0
-        else:
-            depth[dst] = 0
-    return longest
 
 
 @pytest.mark.parametrize("D", [64, 128])
@@ -207,9 +185,8 @@ def test_tree_max_shortens_the_chain(D, tmp_path):
     """tree_max (prepared in session 15, off until measured): the softmax's row maximum as a tree. The
     source calls row_max_scaled<true>; in the forward's main loop the longest chain of dependent FMNMX
     drops from one a pair of a row's values to about log2 of them."""
+    from sass import disassemble, mainloops, max_chain
     from test_compile import assert_no_spills
-    from test_fp8 import _sass
-    from test_stream_k import _mainloops
 
     runtime = needs.nvrtc()
     chains = {}
@@ -218,11 +195,11 @@ def test_tree_max_shortens_the_chain(D, tmp_path):
         assert ("row_max_scaled<true>(m_new, s, " in low.source) == tree and low.entry.endswith("t") == tree
         c = runtime.compile_cuda(low.source, name=low.entry + ".cu", cache=False)
         assert_no_spills(c, low.entry, tmp_path)  # the tree's values stay in registers: no stack either
-        body = min(_mainloops(_sass(c.cubin, tmp_path), "HGMMA"), key=len)
-        chains[tree] = (_max_chain(body), sum("FMNMX" in i for i in body))
+        body = min(mainloops(disassemble(c.cubin, tmp_path), "HGMMA"), key=len)
+        chains[tree] = (max_chain(body), sum("FMNMX" in i for i in body))
     assert chains[False][0] >= 16 and chains[True][0] <= 8, chains
     assert chains[True][1] == chains[False][1], chains  # as many FMNMX: the same work, in another order
-    assert _max_chain(["FMNMX R0, R1, R2, !PT", "SHFL.BFLY PT, R3, R0, 0x1, 0x1f", "FMNMX R4, R0, R3, !PT"]) == 2
+    assert max_chain(["FMNMX R0, R1, R2, !PT", "SHFL.BFLY PT, R3, R0, 0x1, 0x1f", "FMNMX R4, R0, R3, !PT"]) == 2
 
 
 @pytest.mark.parametrize("D", [64, 128])

@@ -3,11 +3,9 @@ run-time path) and nvcc, the SASS has the instructions the design intends, ptxas
 the plain sm_90 target is rejected (wgmma/setmaxnreg need sm_90a)."""
 from __future__ import annotations
 
-import pathlib
 import re
 import shutil
 import subprocess
-import sys
 
 import pytest
 
@@ -15,6 +13,7 @@ nvrtc = pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python (cuda.bin
 
 from tiles.backends.hopper import gemm_probe, probe, runtime  # noqa: E402
 from tiles.backends.hopper import gen_arch  # noqa: E402
+from sass import disassemble, res_usage  # noqa: E402  (tests/hopper is on sys.path)
 
 INCLUDE = runtime.INCLUDE_DIR
 
@@ -22,23 +21,6 @@ try:
     runtime.nvrtc_version()
 except Exception as e:  # the bindings import but libnvrtc is missing
     pytest.skip(f"NVRTC is not loadable: {e}", allow_module_level=True)
-
-
-def _cuobjdump():
-    for p in map(pathlib.Path, sys.path):
-        c = p / "nvidia" / "cu13" / "bin" / "cuobjdump"
-        if c.exists():
-            return str(c)
-    return shutil.which("cuobjdump")
-
-
-def _sass(cubin: bytes, tmp_path) -> str:
-    tool = _cuobjdump()
-    if tool is None:
-        pytest.skip("cuobjdump not found (pip install nvidia-cuda-cuobjdump)")
-    f = tmp_path / "k.cubin"
-    f.write_bytes(cubin)
-    return subprocess.run([tool, "-sass", str(f)], check=True, capture_output=True, text=True).stdout
 
 
 CONFIGS = {
@@ -58,26 +40,13 @@ def compiled(request):
     return kern, runtime.compile_cuda(kern.source, name=kern.name + ".cu", cache=False)
 
 
-def _res_usage(cubin: bytes, name: str, tmp_path) -> dict:
-    """Registers / stack / local memory of `name` read from the cubin itself (cuobjdump -res-usage)."""
-    tool = _cuobjdump()
-    if tool is None:
-        pytest.skip("no ptxas lines in the NVRTC log and no cuobjdump to read the cubin")
-    f = tmp_path / "r.cubin"
-    f.write_bytes(cubin)
-    out = subprocess.run([tool, "-res-usage", str(f)], check=True, capture_output=True, text=True).stdout
-    m = re.search(re.escape(name) + r".*?\n\s*REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)", out, re.S)
-    assert m, out
-    return dict(registers=int(m[1]), stack=int(m[2]), local=int(m[4]))
-
-
 def assert_no_spills(c, entry: str, tmp_path) -> None:
     """Zero spills and no stack for `entry`: from ptxas' -v lines, or from the cubin's own resource
     table when the log came back without them (seen on the H200 machine, NVRTC 13.0 through
     cuda-bindings 13.3, now and then)."""
     res = c.resources.get(entry)
     if res is None:
-        res = _res_usage(c.cubin, entry, tmp_path)
+        res = res_usage(c.cubin, entry, tmp_path)
         assert res["local"] == 0 and res["stack"] == 0, res
         return
     assert res["spill_stores"] == 0 and res["spill_loads"] == 0 and res["stack"] == 0, c.log
@@ -92,7 +61,7 @@ def test_nvrtc_compiles_without_spills(compiled, tmp_path):
 
 def test_sass_has_hopper_instructions(compiled, tmp_path):
     kern, c = compiled
-    sass = _sass(c.cubin, tmp_path)
+    sass = disassemble(c.cubin, tmp_path)
     n = kern.cfg["BN"]
     t = "F16" if "f16_" in kern.name.split("tiles_gemm_")[1][:4] else "BF16"
     assert re.search(rf"HGMMA\.64x{n}x16\.F32(\.{t})?\b", sass), f"no HGMMA.64x{n}x16 in SASS"
@@ -145,7 +114,7 @@ def test_probe_compiles(tmp_path):
     c = runtime.compile_cuda(probe.SOURCE, name="probe.cu", cache=False)
     assert set(c.resources) == {"probe_acc", "probe_acc_bt", "probe_areg"}
     assert all(r["spill_stores"] == 0 for r in c.resources.values())
-    sass = _sass(c.cubin, tmp_path)
+    sass = disassemble(c.cubin, tmp_path)
     assert "HGMMA.64x256x16.F32.BF16" in sass and "HGMMA.64x64x16.F32" in sass
 
 
@@ -193,7 +162,7 @@ extern "C" __global__ void __launch_bounds__(128) k(float* out) {
   store(out, 64, 64, 64, c, 0, 0);
 }"""
     c = runtime.nvrtc_compile(src, name="at.cu")
-    assert "HGMMA.64x64x16.F32.BF16" in _sass(c.cubin, tmp_path)
+    assert "HGMMA.64x64x16.F32.BF16" in disassemble(c.cubin, tmp_path)
 
 
 def test_bounded_global_tile_access_compiles(tmp_path):
@@ -208,5 +177,5 @@ extern "C" __global__ void __launch_bounds__(128) k(const bf16* x, bf16* y, floa
   store_add(acc, 64, n, 60, t, 0, 4);
 }"""
     c = runtime.nvrtc_compile(src, name="bounded.cu")
-    sass = _sass(c.cubin, tmp_path)
+    sass = disassemble(c.cubin, tmp_path)
     assert "RED" in sass and "LDG" in sass and "STG" in sass

@@ -13,22 +13,9 @@ from tiles.backends.hopper import lower_fp8, runtime  # noqa: E402
 from tiles.core.lowering import LoweringError  # noqa: E402
 from tiles.kernels import gemm_fp8  # noqa: E402
 from test_compile import assert_no_spills  # noqa: E402  (tests/hopper is on sys.path)
+from sass import disassemble  # noqa: E402
 
 
-
-def _sass(cubin: bytes, tmp_path) -> str:
-    import pathlib
-    import shutil
-    import subprocess
-    import sys
-
-    tool = next((str(p / "nvidia" / "cu13" / "bin" / "cuobjdump") for p in map(pathlib.Path, sys.path)
-                 if (p / "nvidia" / "cu13" / "bin" / "cuobjdump").exists()), shutil.which("cuobjdump"))
-    if tool is None:
-        pytest.skip("cuobjdump not found (pip install nvidia-cuda-cuobjdump)")
-    f = tmp_path / "k.cubin"
-    f.write_bytes(cubin)
-    return subprocess.run([tool, "-sass", str(f)], check=True, capture_output=True, text=True).stdout
 
 try:
     runtime.nvrtc_version()
@@ -53,7 +40,7 @@ def test_lowers_and_compiles_with_qgmma(options, tmp_path):
     assert "mma(part, a, b, tb=True, accumulate=False)" in low.source  # the tile program, quoted
     c = runtime.compile_cuda(low.source, name=low.entry + ".cu", cache=False)
     assert_no_spills(c, low.entry, tmp_path)
-    sass = _sass(c.cubin, tmp_path)
+    sass = disassemble(c.cubin, tmp_path)
     assert "QGMMA.64x128x32.F32.E4M3.E4M3" in sass
     assert "HGMMA" not in sass and "HMMA" not in sass
     for needle in ("UTMALDG.2D", "SYNCS", "USETMAXREG"):

@@ -22,8 +22,7 @@ CONFIGS = {"bn128": {}, "bn256_pingpong": dict(BN=256, stages=4, schedule="pingp
 def test_option_renders_and_compiles(tmp_path):
     runtime = needs.nvrtc()
     from test_compile import assert_no_spills  # tests/hopper is on sys.path
-    from test_fp8 import _sass
-    from test_stream_k import _mainloops
+    from sass import disassemble, mainloops
 
     assert lower_fp8.DEFAULTS["clamp_scales"] is True
     with pytest.raises(TypeError, match="clamp_scales"):
@@ -37,7 +36,7 @@ def test_option_renders_and_compiles(tmp_path):
             c = runtime.compile_cuda(k["source"], name=k["name"] + ".cu", cache=False)
             if clamp or cfg.get("consumers", 2) < 3:  # three consumers' 160 registers: the checked loads spill 4 bytes
                 assert_no_spills(c, k["name"], tmp_path)
-            sizes[clamp] = min(len(body) for body in _mainloops(_sass(c.cubin, tmp_path)))
+            sizes[clamp] = min(len(body) for body in mainloops(disassemble(c.cubin, tmp_path)))
         assert sizes[True] < sizes[False], sizes  # no predicates or null tests on the scale loads
 
 

@@ -175,8 +175,8 @@ def test_nvrtc_compiles_without_spills(case, tmp_path):
     c = runtime.compile_cuda(lo.source, name=lo.entry + ".cu", cache=False)
     res = c.resources.get(lo.entry)
     if res is None:  # the NVRTC log without ptxas' lines (seen on the H200 machine): read the cubin
-        from test_compile import _res_usage
-        res = _res_usage(c.cubin, lo.entry, tmp_path)
+        from sass import res_usage
+        res = res_usage(c.cubin, lo.entry, tmp_path)
         assert res["local"] == 0 and res["stack"] == 0, res
         return
     assert res["spill_stores"] == 0 and res["spill_loads"] == 0 and res["stack"] == 0, c.log

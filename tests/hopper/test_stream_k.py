@@ -2,16 +2,16 @@
 
 On the CPU: which tiles the launcher splits, the walk's arithmetic (a Python transcription of the
 template's whole-tile loop and split_share, checked for the properties the kernel relies on), and the
-stream-K kernels compile with the fp8 wgmma, no spills, and their mainloops on the uniform datapath. On an sm_90 GPU: the kernel itself, at grids small enough that tiles
-split into many shares, against the float64 dequantized reference and bitwise from run to run."""
+stream-K kernels compile with the fp8 wgmma, no spills, and their mainloops on the uniform datapath.
+On an sm_90 GPU: the kernel itself, at grids small enough that tiles split into many shares, against
+the float64 dequantized reference and bitwise from run to run."""
 from __future__ import annotations
-
-import re
 
 import pytest
 import torch
 
 import needs  # tests/hopper is on sys.path
+from sass import descriptor_copies, disassemble, mainloops
 from tiles.backends.hopper import lower_fp8
 
 
@@ -94,49 +94,28 @@ def test_walk_covers_each_k_block_once_and_heads_wait_only_on_first_shares(tiles
     assert all(firsts[s] == t for s, t in waited)
 
 
-def _descriptor_copies(body) -> list:
-    """The QGMMAs of a loop body whose descriptor (gdesc[URn]: URn .. URn+3, A's and B's 64-bit
-    descriptors) was last written, in program order, by an R2UR: a copy from a vector register."""
-    writer, copied = {}, []
-    for line in body:
-        m = re.match(r"\s*(?:@!?U?P\w+\s+)?([\w.]+)\s+(UR\d+)?", line)
-        if not m:
-            continue
-        op, dst = m.groups()
-        if op.startswith("QGMMA"):
-            n = int(re.search(r"gdesc\[UR(\d+)\]", line).group(1))
-            if any(writer.get(n + d) == "R2UR" for d in range(4)):
-                copied.append(line)
-        if dst:
-            r = int(dst[2:])
-            for d in range(2 if ".64" in op else 1):
-                writer[r + d] = op.split(".")[0]
-    return copied
-
-
 def test_stream_k_kernels_compile(tmp_path):
     runtime = needs.nvrtc()
     from test_compile import assert_no_spills  # tests/hopper is on sys.path
-    from test_fp8 import _sass
 
     for cfg in ({}, {"BN": 256, "stages": 4, "schedule": "pingpong"}, {"overlap": False, "epilogue": "regs"}):
         k = lower_fp8.fp8_source("bf16", stream_k=True, **cfg)
         assert k["name"].endswith("_sk") and "partial_wait(" in k["source"]
         c = runtime.compile_cuda(k["source"], name=k["name"] + ".cu", cache=False)
         assert_no_spills(c, k["name"], tmp_path)
-        sass = _sass(c.cubin, tmp_path)
+        sass = disassemble(c.cubin, tmp_path)
         assert "QGMMA.64x128x32.F32.E4M3.E4M3" in sass and "LDL" not in sass and "STL" not in sass
         # both mainloops (whole tiles, shares) keep the wgmma descriptors in uniform registers: no
         # divergence-reconvergence (BSSY) inside them, as in the kernel without stream-K
         plain_c = runtime.compile_cuda(lower_fp8.fp8_source("bf16", **cfg)["source"], name="plain.cu", cache=False)
-        size = min(len(body) for body in _mainloops(_sass(plain_c.cubin, tmp_path)))
-        loops = [body for body in _mainloops(sass) if len(body) <= 1.25 * size]
+        size = min(len(body) for body in mainloops(disassemble(plain_c.cubin, tmp_path)))
+        loops = [body for body in mainloops(sass) if len(body) <= 1.25 * size]
         assert len(loops) == 2 and all(any("ULOP3" in i for i in body) and not any("BSSY" in i for i in body)
                                        for body in loops)
         # descriptors built in uniform registers (the warpgroup index through a shuffle): no copies into them
         # (an R2UR may still move a B scale, loaded by a vector LDG, to the uniform operand of its FMUL)
-        assert all(not _descriptor_copies(body) for body in loops), [_descriptor_copies(b) for b in loops]
-        assert _descriptor_copies(["R2UR UR9, R6", "QGMMA.64x128x32.F32.E4M3.E4M3 R24, gdesc[UR8], RZ, !UPT"])
+        assert all(not descriptor_copies(body) for body in loops), [descriptor_copies(b) for b in loops]
+        assert descriptor_copies(["R2UR UR9, R6", "QGMMA.64x128x32.F32.E4M3.E4M3 R24, gdesc[UR8], RZ, !UPT"])
         # the flag's release and acquire at GPU scope
         assert "MEMBAR.ALL.GPU" in sass or "MEMBAR.SC.GPU" in sass
         plain = lower_fp8.fp8_source("bf16", **cfg)["source"]
@@ -146,24 +125,6 @@ def test_stream_k_kernels_compile(tmp_path):
         lower_fp8.fp8_source("bf16", stream_k=True, cluster=2)
     with pytest.raises(TypeError, match="stream_k"):
         lower_fp8.fp8_source("bf16", stream_k="auto")
-
-
-def _mainloops(sass: str, needle: str = "QGMMA") -> list:
-    """Instruction lists of the loops of a SASS listing that issue `needle` (QGMMA: fp8 wgmma; HGMMA:
-    16-bit) (a backward branch to an address before it; loops around other loops included: callers
-    pick by size)."""
-    import re
-
-    ins = [(int(m.group(1), 16), m.group(2).strip()) for m in re.finditer(r"/\*([0-9a-f]{4,})\*/\s+([^;]*);", sass)]
-    at = {a: i for i, (a, _) in enumerate(ins)}
-    loops = []
-    for i, (a, text) in enumerate(ins):
-        m = re.search(r"BRA (?:\S+, )?0x([0-9a-f]+)", text)
-        if m and int(m.group(1), 16) < a and int(m.group(1), 16) in at:
-            body = [t for _, t in ins[at[int(m.group(1), 16)]:i + 1]]
-            if any(needle in t for t in body):
-                loops.append(body)
-    return loops
 
 
 @pytest.mark.parametrize("cfg", [{}, {"BN": 256, "stages": 4, "schedule": "pingpong"}],
