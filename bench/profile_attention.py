@@ -3,6 +3,7 @@ forward or forward + backward.
 
     ncu -k regex:attention --launch-skip 3 --launch-count 1 python3 bench/profile_attention.py tiles fwd 1 16 16384 128 0
     python3 bench/profile_attention.py cudnn bwd 4 32 4096 64 0 --table   # kernel times (torch.profiler)
+    python3 bench/profile_attention.py tiles bwd 4 16 4096 128 0 --fused   # attention_bwd_fused's backward
 
 Arguments: impl (tiles | cudnn), direction (fwd | bwd), B, H, S, D, causal (0 | 1).
 """
@@ -16,6 +17,9 @@ import tiles
 impl, direction = sys.argv[1], sys.argv[2]
 B, H, S, D, causal = map(int, sys.argv[3:8])
 table = "--table" in sys.argv
+if "--fused" in sys.argv:
+    from tiles.backends.hopper.backend import HopperBackend
+    HopperBackend.FUSED_BACKWARD = True
 g = torch.Generator(device="cuda").manual_seed(0)
 q, k, v = (torch.randn(B, S, H, D, device="cuda", dtype=torch.bfloat16, generator=g).requires_grad_(direction == "bwd")
            for _ in range(3))
