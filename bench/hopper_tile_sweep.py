@@ -263,8 +263,7 @@ FOLD = {"base": {}, "nofold": {"fold": False}, "noearly": {"early_release": Fals
         # session 15: the backward's schedule choices again, on today's code
         "pp": {"pingpong": True}, "nopp": {"pingpong": False}, "fold": {"fold": True},
         "uniform": {"uniform_warpgroup": True}, "s2": {"stages": 2}, "s3": {"stages": 3},
-        "notree": {"tree_max": False},  # the forward's row maximum as a chain (the tree is on since session 16)
-        "q2": {"once_stages": 2}}  # session 16: two copies of the one-shot tiles (the ring gives up a stage at D = 128)
+        "notree": {"tree_max": False}}  # the forward's row maximum as a chain (the tree is on since session 16)
 
 
 def schedule(seqs="512,1024,4096,16384", only=None, dims=(128, 64), kernels=("fwd", "dq", "dkdv")):

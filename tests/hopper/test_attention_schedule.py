@@ -24,13 +24,13 @@ SCALE = "(scale * 1.4426950408889634f)"
 def test_scale_is_folded_into_the_exponent():
     low = _lower(D=128, causal=True)
     src = low.source.split("consumers: everything else")[1]  # past the IR listing in the header comment
-    assert f"row_max_scaled(m_new, s, {SCALE}, m);" in src
+    assert f"row_max_scaled<true>(m_new, s, {SCALE}, m);" in src  # <true>: the maximum as a tree
     assert f"exp2_scaled_row(s, s, {SCALE}, m_new);" in src
     assert "  mul(s, s," not in src and "  exp2(s, s);" not in src
     assert "// mul(s, s, scale * 1.4426950408889634)  [folded into the exp2_scaled below]" in src
     assert len(low.notes["positive"]) == 1
     plain = _lower(D=128, causal=True, options={"fold": False})
-    assert f"mul(s, s, {SCALE});" in plain.source and "row_max(m_new, s, m);" in plain.source
+    assert f"mul(s, s, {SCALE});" in plain.source and "row_max<true>(m_new, s, m);" in plain.source
     assert "exp2(s, s);" in plain.source and "_scaled" not in plain.source
     assert plain.notes["positive"] == [] and plain.entry != low.entry
 
@@ -227,77 +227,3 @@ def test_tree_max_gives_the_same_bits_on_the_gpu(D):
         torch.cuda.synchronize()
         assert torch.equal(outs[True][0], outs[False][0]) and torch.equal(outs[True][1], outs[False][1])
         check_attention_fwd(outs[True][0], outs[True][1], q, k, v, causal, D ** -0.5)
-
-
-@pytest.mark.parametrize("kernel,D", [("fwd", 64), ("fwd", 128), ("dq", 64), ("dq", 128)])
-def test_one_shot_tiles_in_two_copies(kernel, D, tmp_path):
-    """once_stages=2: the one-shot tiles (Q; Q and dO for dQ) in two copies, by the parity of the CTA's
-    program count, each with its own full and empty barrier, so the producer loads the next program's
-    copy while this program still reads its own. The ring gives up a stage where shared memory asks."""
-    from test_compile import assert_no_spills
-
-    one = _lower(D=D, causal=True, kernel=kernel, launched=True)
-    two = _lower(D=D, causal=True, kernel=kernel, launched=True,
-                 options={**(_schedule(kernel, D) or {}), "once_stages": 2})
-    body = two.source.split("consumers: everything else")[1]
-    n = 2 if kernel == "dq" else 1
-    assert f"barrier once[{2 * n}];" in two.source and f"barrier once[{n}];" in one.source
-    assert "st<bf16, " in two.source and " q[2];" in two.source and " q;" in one.source
-    assert "if (it > 1) wait(S.once_empty[it & 1], ((it >> 1) - 1) & 1);" in two.source
-    assert "wait(S.once[it & 1], (it >> 1) & 1);" in body and "S.q[it & 1]" in body
-    if kernel == "dq":
-        assert "wait(S.once[2 + (it & 1)], (it >> 1) & 1);" in body and "S.do_[it & 1]" in body
-    assert two.entry.endswith("q2") and not one.entry.endswith("q2")
-    assert two.shared_bytes <= 227 * 1024
-    # every release names the copy in hand: as many as with one copy
-    assert body.count("release(S.once_empty[it & 1])") == one.source.split("consumers: everything else")[1].count(
-        "release(S.once_empty[0])")
-    c = needs.nvrtc().compile_cuda(two.source, name=two.entry + ".cu", cache=False)
-    assert_no_spills(c, two.entry, tmp_path)
-
-
-def test_one_shot_copies_are_refused_where_they_mean_nothing():
-    with pytest.raises(Exception, match="once_stages=3"):
-        _lower(D=128, causal=True, options={"once_stages": 3})
-    # one CTA per program: one program, one copy
-    assert "q[2]" not in _lower(D=128, causal=True, options={"persistent": False, "once_stages": 2}).source
-
-
-@pytest.mark.parametrize("D", [64, 128])
-def test_one_shot_copies_give_the_same_bits_on_the_gpu(D):
-    """Two copies of Q change where it lives, not what is computed: the forward and dQ agree to the bit
-    with one copy and with two (GQA, tails, causal and not), and the forward meets the float64 rule."""
-    needs.hopper_gpu()
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "portability"))
-    from reference import check_attention_fwd
-    from tiles.kernels import attention_bwd_dq
-
-    g = torch.Generator().manual_seed(D + 1)
-    B, Sq, Sk, H, Hkv = 2, 1000, 1300, 8, 2
-    q, do = (torch.randn(B, Sq, H, D, generator=g).bfloat16().cuda() for _ in range(2))
-    k, v = (torch.randn(B, Sk, Hkv, D, generator=g).bfloat16().cuda() for _ in range(2))
-    for causal in (False, True):
-        outs = {}
-        for copies in (1, 2):
-            out, lse = torch.full_like(q, math.nan), torch.full((B, H, Sq), math.nan, device="cuda")
-            go = WarpSpecializedLowering.prepare(attention_fwd, q, k, v, out, lse, D ** -0.5, causal=causal, D=D,
-                                                 options={"once_stages": copies},
-                                                 **WarpSpecializedLowering.config("attention_fwd", D=D))
-            go()
-            delta = torch.randn(B, H, Sq, generator=g).cuda()
-            dq = torch.full_like(q, math.nan)
-            opts = {**(_schedule("dq", D) or {}), "once_stages": copies}
-            go = WarpSpecializedLowering.prepare(attention_bwd_dq, q, k, v, do, lse, delta, dq, D ** -0.5, causal=causal,
-                                                 D=D, options=opts, **WarpSpecializedLowering.config("attention_bwd_dq", D=D))
-            assert go.lowered.entry.endswith("q2") == (copies == 2)
-            go()
-            outs[copies] = (out, lse, dq)
-        torch.cuda.synchronize()
-        for a, b in zip(outs[1], outs[2]):
-            assert torch.equal(a, b)
-        check_attention_fwd(outs[2][0], outs[2][1], q, k, v, causal, D ** -0.5)
-        assert torch.isfinite(outs[2][2]).all()
-
-
-def _schedule(kernel, D):
-    return WarpSpecializedLowering.SCHEDULES.get(({"fwd": "attention_fwd", "dq": "attention_bwd_dq"}[kernel], D))

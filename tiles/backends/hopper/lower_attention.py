@@ -47,7 +47,7 @@ The schedule (templates/attention.cu.j2) comes from the kernel's overlap pattern
   is the same in every lane and keeps the wgmma descriptors built from it in uniform registers (else
   it builds them in vector registers and copies each back before its wgmma);
   `tree_max` takes the softmax's row maximum as a tree (ops.h `row_max_tree`, the same bits) instead
-  of a chain, to shorten the wait from S to the exp2 (the longest FMNMX chain 18 -> 7);
+  of a chain, to shorten the wait from S to the exp2 (the longest FMNMX chain 18 -> 7).
   bench/hopper_notes.md has the measurements behind each default.
 
 Scalars (program ids, sizes, strides, loop bounds, mask offsets) are the IR's own expressions rendered
@@ -146,18 +146,8 @@ class WarpSpecializedLowering(Lowering):
     def var(self, t: ir.Tile, stage: str = "pos.stage") -> str:
         name = t.name + "_" if t.name in RESERVED else t.name
         if t.kind == "shared":
-            if t in self.ring:
-                return f"S.{name}[{stage}]"
-            if self.once_stages == 2 and any(o.outs[0] is t for o in self.once):
-                return f"S.{name}[it & 1]"
-            return f"S.{name}"
+            return f"S.{name}[{stage}]" if t in self.ring else f"S.{name}"
         return name
-
-    def once_slot(self, i: int) -> str:
-        """Barrier index of one-shot load i for the program in hand (two per load with two copies)."""
-        if self.once_stages == 1:
-            return str(i)
-        return "it & 1" if i == 0 else f"{2 * i} + (it & 1)"
 
     # ------------------------------------------------------------------ analysis
     def analyse(self) -> None:
@@ -178,18 +168,13 @@ class WarpSpecializedLowering(Lowering):
             self.consumers = rows // 64 if rows in (128, 192) else (2 if rows % 128 == 0 else 1)
         # launch-time overrides (benchmark variants): stages, consumers, pingpong
         known = {"stages", "consumers", "pingpong", "rotate", "hoist", "persistent", "order", "fold", "early_release",
-                 "window", "continuous_turns", "uniform_warpgroup", "tree_max", "once_stages"}
+                 "window", "continuous_turns", "uniform_warpgroup", "tree_max"}
         unknown = set(self.options) - known
         if unknown:
             self._fail(f"unknown options {sorted(unknown)} (known: {sorted(known)})")
         self.persistent = bool(self.options.get("persistent", True))
         # +0.8 to +4.2 % at all 12 forward shapes on the H200 (session 16, bench/hopper_notes.md)
         self.tree_max = bool(self.options.get("tree_max", True))
-        # one-shot tiles in two copies, by the parity of the CTA's program count: the next program's Q
-        # loads while this one still reads its own (persistent kernels only)
-        self.once_stages = int(self.options.get("once_stages", 1)) if self.persistent else 1
-        if self.once_stages not in (1, 2):
-            self._fail(f"once_stages={self.once_stages}: one or two copies of the one-shot tiles")
         # persistent CTAs take programs round-robin; when the main loop's trip count depends on a
         # program id (causal), walk program 0 slowest and in reverse, so every round holds blocks
         # of about the same work, largest first. Otherwise program 0 fastest: CTAs running together
@@ -292,11 +277,8 @@ class WarpSpecializedLowering(Lowering):
         red_bytes = sum(self.consumers * o.ins[0].rows * self.WG_ROWS * 4 for o in k.walk()
                         if isinstance(o, ir.Op) and id(o) in self.reduces)
 
-        once_tiles = [o.outs[0] for o in self.once]
-
         def smem(stages):  # tiles (1 KB aligned) + reduce staging + the barrier block + 1 KB of alignment slack
-            return sum(t.numel * 2 * (stages if t in self.ring else self.once_stages if t in once_tiles else 1)
-                       for t in k.tiles if t.kind == "shared") + red_bytes + 2048
+            return sum(t.numel * 2 * (stages if t in self.ring else 1) for t in k.tiles if t.kind == "shared") + red_bytes + 2048
         if "stages" not in self.options:
             # the ring is at least as deep as declared, deeper while shared memory allows (up to 4):
             # a stage is released only when its last wgmma retires, mid-way through the next iteration
@@ -417,14 +399,10 @@ class WarpSpecializedLowering(Lowering):
                 lines.append(f"{pad}}}")
             elif n.name == "load_async" and self.tokens[n.attrs["token"]][0] == "once":
                 i = self.tokens[n.attrs["token"]][1]
-                b = self.once_slot(i)
-                if self.persistent and self.once_stages == 2:
-                    lines.append(f"{pad}if (it > 1) wait(S.once_empty[{b}], ((it >> 1) - 1) & 1);  "
-                                 "// the copy two programs back is released")
-                elif self.persistent:
-                    lines.append(f"{pad}if (it > 0) wait(S.once_empty[{b}], (it - 1) & 1);  // the previous tile's copy is released")
-                lines.append(f"{pad}expect_tiles(S.once[{b}], {self.var(n.outs[0])});")
-                lines.append(pad + self.producer_load(n, f"S.once[{b}]"))
+                if self.persistent:
+                    lines.append(f"{pad}if (it > 0) wait(S.once_empty[{i}], (it - 1) & 1);  // the previous tile's copy is released")
+                lines.append(f"{pad}expect_tiles(S.once[{i}], {self.var(n.outs[0])});")
+                lines.append(pad + self.producer_load(n, f"S.once[{i}]"))
         return lines
 
     # ------------------------------------------------------------------ consumers
@@ -456,7 +434,7 @@ class WarpSpecializedLowering(Lowering):
         for t in {t for g in retired for t in g.reads if id(t) in self.early}:
             if self.in_loop_body and not any(t in g.reads for g in keep):
                 i = self.sym_name(self.loop.index)
-                lines.append(f"{pad}if ({i} + 1 == {self.loop_stop}) release(S.once_empty[{self.once_slot(self.early[id(t)])}]);  "
+                lines.append(f"{pad}if ({i} + 1 == {self.loop_stop}) release(S.once_empty[{self.early[id(t)]}]);  "
                              f"// {t.name} is read no more this tile: the next one loads under the rest")
 
     def op_line(self, n: ir.Op) -> str:
@@ -615,8 +593,7 @@ class WarpSpecializedLowering(Lowering):
                 else:  # each one-shot load completes on its own barrier
                     for t in n.attrs["tokens"]:
                         i = self.tokens[t][1]
-                        phase = "0" if not self.persistent else "it & 1" if self.once_stages == 1 else "(it >> 1) & 1"
-                        lines.append(f"{pad}wait(S.once[{self.once_slot(i)}], {phase});")
+                        lines.append(f"{pad}wait(S.once[{i}], {'it & 1' if self.persistent else '0'});")
                 continue
             if n.name == "store_shared":
                 lines += self.store_shared(n, pending, pad)
@@ -771,10 +748,10 @@ class WarpSpecializedLowering(Lowering):
             self.wait_for([g.acc for g in pending], pending, lines, pad)
             for i, o in enumerate(self.once):
                 if id(o.outs[0]) in self.early:
-                    lines.append(f"{pad}if ({self.loop_stop} <= {self.expr(self.loop.start)}) release(S.once_empty[{self.once_slot(i)}]);  "
+                    lines.append(f"{pad}if ({self.loop_stop} <= {self.expr(self.loop.start)}) release(S.once_empty[{i}]);  "
                                  f"// no iteration released {o.outs[0].name}")
                 else:
-                    lines.append(f"{pad}release(S.once_empty[{self.once_slot(i)}]);  // {o.outs[0].name} is read no more this tile")
+                    lines.append(f"{pad}release(S.once_empty[{i}]);  // {o.outs[0].name} is read no more this tile")
         return lines
 
     def plan_hoist(self) -> None:
@@ -999,7 +976,7 @@ class WarpSpecializedLowering(Lowering):
         shared = []
         for t in k.tiles:
             if t.kind == "shared":
-                n = "[STAGES]" if t in self.ring else "[2]" if self.var(t).endswith("[it & 1]") else ""
+                n = "[STAGES]" if t in self.ring else ""
                 r, c = self.stored(t)
                 how = f", held transposed ({r}x{c})" if t in self.flipped else ""
                 shared.append(f"st<{CTYPE[t.dtype.name]}, {r}, {c}> {self.var(t)[2:].split('[')[0]}{n};  // {t.type_str()}{how}")
@@ -1027,13 +1004,13 @@ class WarpSpecializedLowering(Lowering):
         BM = self.BM
         tags = [("pp", self.pingpong), ("rot", self.deferred is not None), ("h", self.hoisted),
                 ("np", not self.persistent), ("f", self.fold), ("w", self.window_bytes),
-                ("t", self.tree_max), ("q2", self.once_stages == 2)]
+                ("t", self.tree_max)]
         name = "tiles_{}_hopper_{}_{}_s{}c{}{}".format(
             k.name, "_".join(f"{a}{int(v) if isinstance(v, bool) else v}" for a, v in k.constexprs.items()),
             k.params[0].dtype.name, self.stages, self.consumers, "".join(t for t, on in tags if on))
         ctx = dict(name=name, ir_text=k.text(), ir_name=k.name, pattern=k.pattern.describe(), BM=BM,
                    WG_ROWS=self.WG_ROWS, consumers=self.consumers, stages=self.stages, pingpong=self.pingpong,
-                   n_once=max(1, len(self.once) * self.once_stages), shared=shared, sig=sig, decls=decls, producer=producer,
+                   n_once=max(1, len(self.once)), shared=shared, sig=sig, decls=decls, producer=producer,
                    consumer=consumer, consumer_pre=pre, consumer_post=post, maps=[m for _, m, _, _ in params],
                    producer_regs=24 if self.consumers <= 2 else 32, consumer_regs=self.consumer_regs,
                    grid=[self.expr(g) for g in k.grid], persistent=self.persistent,
