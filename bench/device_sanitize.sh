@@ -1,9 +1,9 @@
 #!/bin/sh
-# compute-sanitizer over one sanitize_suite.py workload (attention, gemm_fp8), each tool in turn; the
+# compute-sanitizer over one sanitize_suite.py workload (attention, gemm_fp8, fused), each tool in turn; the
 # summary lines go to $OUT/sanitizer.txt. Run by the device scripts:
 #   WORKLOAD=gemm_fp8 TOOL_TIMEOUT=90 sh bench/device_sanitize.sh
 . bench/device_env.sh
-WORKLOAD=${WORKLOAD:?attention or gemm_fp8}
+WORKLOAD=${WORKLOAD:?attention, gemm_fp8 or fused}
 python3 bench/sanitize_suite.py --only "$WORKLOAD" 2>&1 | tail -1  # warm the kernel cache outside the sanitizers
 for tool in ${TOOLS:-racecheck synccheck memcheck}; do
     echo "== $tool" | tee -a "$OUT/sanitizer.txt"

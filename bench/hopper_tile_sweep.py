@@ -220,6 +220,7 @@ def fused(seqs="1024,4096,16384"):
     from tiles.backends.hopper import backend as hb, lower_attention
     W, HB = lower_attention.WarpSpecializedLowering, hb.HopperBackend
     fused0, schedules = HB.FUSED_BACKWARD, dict(W.SCHEDULES)
+    fdef = schedules[("attention_bwd_fused", 128)]
     modes = {
         "split": (False, schedules),
         "fused": (True, schedules),
@@ -228,6 +229,14 @@ def fused(seqs="1024,4096,16384"):
         "fused_pp": (True, {**schedules, ("attention_bwd_fused", 128): {"persistent": False, "rotate": False,
                                                                          "pingpong": True}}),
         "fused_pprot": (True, {**schedules, ("attention_bwd_fused", 128): {"persistent": False, "pingpong": True}}),
+        # session 16: as session 12 left it (one dS copy and two barriers a block, the reduce issued by a
+        # consumer thread, LSE and Delta loaded at their block), and each of today's changes alone
+        "fused_s12": (True, {**schedules, ("attention_bwd_fused", 128): {**fdef, "ds_stages": 1, "reducer": False,
+                                                                          "prefetch": False}}),
+        "fused_nopf": (True, {**schedules, ("attention_bwd_fused", 128): {**fdef, "prefetch": False}}),
+        "fused_ds1": (True, {**schedules, ("attention_bwd_fused", 128): {**fdef, "ds_stages": 1}}),
+        "fused_nored": (True, {**schedules, ("attention_bwd_fused", 128): {**fdef, "reducer": False}}),
+        "fused_uni": (True, {**schedules, ("attention_bwd_fused", 128): {**fdef, "uniform_warpgroup": True}}),
     }
     D = 128
     for causal in (False, True):
@@ -263,7 +272,8 @@ FOLD = {"base": {}, "nofold": {"fold": False}, "noearly": {"early_release": Fals
         # session 15: the backward's schedule choices again, on today's code
         "pp": {"pingpong": True}, "nopp": {"pingpong": False}, "fold": {"fold": True},
         "uniform": {"uniform_warpgroup": True}, "s2": {"stages": 2}, "s3": {"stages": 3},
-        "notree": {"tree_max": False}}  # the forward's row maximum as a chain (the tree is on since session 16)
+        "notree": {"tree_max": False},
+        "nopf": {"prefetch": False}}  # session 16: LSE, Delta loaded at their own block, not one ahead  # the forward's row maximum as a chain (the tree is on since session 16)
 
 
 def schedule(seqs="512,1024,4096,16384", only=None, dims=(128, 64), kernels=("fwd", "dq", "dkdv")):
@@ -307,7 +317,7 @@ def schedule(seqs="512,1024,4096,16384", only=None, dims=(128, 64), kernels=("fw
                     variants = FOLD
                     if kname == "attention_bwd_dkdv":  # reads its one-shot K, V across the query-head loop
                         variants = {n: FOLD[n] for n in ("base", "nofold", "nocont", "nowindow", "nouniform", "pp", "nopp",
-                                                         "fold", "uniform", "s2", "s3")}
+                                                         "fold", "uniform", "s2", "s3", "nopf")}
                     if only:
                         variants = {n: v for n, v in variants.items() if n in only}
                     if not causal:  # the L2 windows are a causal walk's

@@ -3,7 +3,8 @@ compute-sanitizer (memcheck, racecheck, synccheck, initcheck) runs over.
 
     compute-sanitizer --tool memcheck --report-api-errors no python3 bench/sanitize_suite.py [--only attention]
 
-`--only attention` runs the attention workloads alone, with one more whose grids hold more programs
+`--only fused` runs the backward through attention_bwd_fused (dQ added by the reducer warp's TMA
+reduces), causal and not, with GQA and tails. `--only attention` runs the attention workloads alone, with one more whose grids hold more programs
 than the GPU has SMs, so that persistent CTAs walk several (the causal pairs, the turns that run on
 across programs, Q released in a program's last iteration). `--only gemm_fp8` runs the fp8 GEMM with
 its last tiles split along K (stream-K): at an issue shape where the launcher splits them, and on grids
@@ -22,8 +23,19 @@ be = backends.for_device(dev)
 torch.manual_seed(0)
 ran = []
 only = sys.argv[2] if sys.argv[1:2] == ["--only"] else None
-if only not in (None, "attention", "gemm_fp8"):
-    sys.exit(f"--only takes attention or gemm_fp8, got {only!r}")
+if only not in (None, "attention", "gemm_fp8", "fused"):
+    sys.exit(f"--only takes attention, gemm_fp8 or fused, got {only!r}")
+if only == "fused":
+    from tiles.backends.hopper.backend import HopperBackend
+
+    HopperBackend.FUSED_BACKWARD = True
+    for (Sq, Sk), causal in (((300, 190), True), ((200, 333), False), ((700, 700), True)):
+        q = torch.randn(1, Sq, 4, 128, device=dev, dtype=torch.bfloat16, requires_grad=True)
+        k = torch.randn(1, Sk, 2, 128, device=dev, dtype=torch.bfloat16, requires_grad=True)
+        tiles.attention(q, k, k, causal=causal, backend=be.name).float().sum().backward()
+    torch.cuda.synchronize()
+    print("sanitize_suite: ran attention_bwd_fused")
+    sys.exit(0)
 only_attention = only == "attention"
 if only == "gemm_fp8":
     from tiles.backends.hopper import lower_fp8

@@ -146,7 +146,9 @@ class WarpSpecializedLowering(Lowering):
     def var(self, t: ir.Tile, stage: str = "pos.stage") -> str:
         name = t.name + "_" if t.name in RESERVED else t.name
         if t.kind == "shared":
-            return f"S.{name}[{stage}]" if t in self.ring else f"S.{name}"
+            if t in self.ring:
+                return f"S.{name}[{stage}]"
+            return f"S.{name}[dsb]" if self.ds_stages == 2 and t in self.written else f"S.{name}"
         return name
 
     # ------------------------------------------------------------------ analysis
@@ -168,7 +170,8 @@ class WarpSpecializedLowering(Lowering):
             self.consumers = rows // 64 if rows in (128, 192) else (2 if rows % 128 == 0 else 1)
         # launch-time overrides (benchmark variants): stages, consumers, pingpong
         known = {"stages", "consumers", "pingpong", "rotate", "hoist", "persistent", "order", "fold", "early_release",
-                 "window", "continuous_turns", "uniform_warpgroup", "tree_max"}
+                 "window", "continuous_turns", "uniform_warpgroup", "tree_max", "prefetch", "ds_stages",
+                 "reducer"}
         unknown = set(self.options) - known
         if unknown:
             self._fail(f"unknown options {sorted(unknown)} (known: {sorted(known)})")
@@ -276,9 +279,19 @@ class WarpSpecializedLowering(Lowering):
             self.reduces[id(o)] = f"{t.name}_red"
         red_bytes = sum(self.consumers * o.ins[0].rows * self.WG_ROWS * 4 for o in k.walk()
                         if isinstance(o, ir.Op) and id(o) in self.reduces)
+        # shared tiles the consumers write (dS for dQ's mma), in two copies by default: a block writes
+        # one while the other's last readers may still run, so one barrier a block orders them (below)
+        self.written = [o.outs[0] for o in k.walk() if isinstance(o, ir.Op) and o.name == "store_shared"]
+        self.ds_stages = int(self.options.get("ds_stages", 2)) if self.written else 1
+        if self.ds_stages not in (1, 2):
+            self._fail(f"ds_stages={self.ds_stages}: one or two copies of the shared tiles the consumers write")
+        # transposed store_adds issued by warp 1 of the producer warpgroup (FlashAttention-3's dQ writer)
+        # instead of a consumer thread that waits for the last reduce's reads
+        self.reducer = bool(self.options.get("reducer", True)) and bool(self.reduces)
 
         def smem(stages):  # tiles (1 KB aligned) + reduce staging + the barrier block + 1 KB of alignment slack
-            return sum(t.numel * 2 * (stages if t in self.ring else 1) for t in k.tiles if t.kind == "shared") + red_bytes + 2048
+            return sum(t.numel * 2 * (stages if t in self.ring else self.ds_stages if t in self.written else 1)
+                       for t in k.tiles if t.kind == "shared") + red_bytes + 2048
         if "stages" not in self.options:
             # the ring is at least as deep as declared, deeper while shared memory allows (up to 4):
             # a stage is released only when its last wgmma retires, mid-way through the next iteration
@@ -514,17 +527,27 @@ class WarpSpecializedLowering(Lowering):
         if name == "load":
             t, src = n.outs[0], n.ins[0]
             if isinstance(src, ir.View) and src.rank == 1 and t.kind == "vec":
-                P, r = src.param, src.kept[0]
-                # a column vector runs along the unsplit axis: every warpgroup loads the whole window
-                at = self.expr(n.attrs['row']) if t in self.flipped else self.row(n.attrs['row'])
-                return (f"load({v(t)}, {self.view_ptr(src)}, {self.sym_name(P.strides[r])}, {self.sym_name(P.dims[r])}, "
-                        f"{at});")
+                return self.vec_load(n, v(t))
             if isinstance(src, ir.View) and src.rank == 2 and t.kind == "reg":
                 P, (r, c) = src.param, src.kept
                 return (f"load({v(t)}, {self.view_ptr(src)}, {self.sym_name(P.strides[r])}, {self.sym_name(P.dims[r])}, "
                         f"{self.sym_name(P.dims[c])}, {self.row(n.attrs['row'])}, {self.expr(n.attrs['col'])});")
             self._fail(f"load into {t.type_str()} from {getattr(src, 'name', src)}", n)
         self._fail(f"op {name!r} has no Hopper lowering", n)
+
+    def vec_load(self, n: ir.Op, dst: str, names: Optional[Dict[str, str]] = None) -> str:
+        """A vector's bounded load from a 1-D view into `dst`; `names` spells symbols otherwise (the
+        loop index one iteration on, for a prefetch)."""
+        t, src = n.outs[0], n.ins[0]
+        P, r = src.param, src.kept[0]
+        # a column vector runs along the unsplit axis: every warpgroup loads the whole window
+        at = self.expr(n.attrs["row"], names)
+        if t not in self.flipped:
+            at += " + wg_row0"
+        terms = [f"{self.expr(ix, names) if isinstance(ir.as_expr(ix), (ir.Sym, ir.Const)) else f'({self.expr(ix, names)})'} * "
+                 f"{self.sym_name(P.strides[a])}" for a, ix in enumerate(src.index) if ix is not None]
+        ptr = P.name + "".join(f" + {x}" for x in terms)
+        return f"load({dst}, {ptr}, {self.sym_name(P.strides[r])}, {self.sym_name(P.dims[r])}, {at});"
 
     def mma_line(self, n: ir.Op, stage: str = "pos.stage") -> Tuple[str, _Group]:
         acc, a, b = n.outs[0], n.ins[0], n.ins[1]
@@ -598,6 +621,11 @@ class WarpSpecializedLowering(Lowering):
             if n.name == "store_shared":
                 lines += self.store_shared(n, pending, pad)
                 continue
+            if id(n) in self.prefetch:
+                t, i = n.outs[0], self.loop.index.name
+                lines.append(f"{pad}{self.var(t)} = {self.var(t)}_next;  // loaded one iteration ahead")
+                lines.append(pad + self.vec_load(n, f"{self.var(t)}_next", {i: f"({self.sym_name(self.loop.index)} + 1)"}))
+                continue
             if n.name == "store_add" and id(n) in self.reduces:
                 lines += self.reduce_add(n, pending, pad)
                 continue
@@ -643,6 +671,13 @@ class WarpSpecializedLowering(Lowering):
         readers = [g.acc for g in pending if dst in g.reads]
         if readers:
             self.wait_for(readers, pending, lines, pad)
+        if self.ds_stages == 2:
+            # the copy written now was last read by the mmas of two blocks back, which each warpgroup
+            # waited for before it reached the last block's barrier: only the barrier after is needed
+            return lines + [
+                f"{pad}store({self.var(dst)}, wg_row0, {self.var(src)});  // this block's copy (dsb)",
+                f"{pad}arch::fence_proxy_async();  // generic-proxy stores, visible to wgmma's reads",
+                f"{pad}arch::bar_sync(3, CONSUMERS * 128);  // every warpgroup's rows of {dst.name} are in"]
         return lines + [
             f"{pad}arch::bar_sync(3, CONSUMERS * 128);  // every warpgroup's earlier mma on {dst.name} has retired",
             f"{pad}store({self.var(dst)}, wg_row0, {self.var(src)});",
@@ -659,6 +694,12 @@ class WarpSpecializedLowering(Lowering):
         lines: List[str] = []
         self.wait_for([t], pending, lines, pad)
         stage = f"S.{self.reduces[id(n)]}[cw]"
+        if self.reducer:
+            return lines + [
+                f"{pad}arch::bar_sync(4 + 2 * cw, 128 + 32);  // the reducer has read the staging tile's last contents",
+                f"{pad}store_transposed({stage}, {self.var(t)});",
+                f"{pad}arch::fence_proxy_async();  // generic-proxy stores, visible to the TMA unit",
+                f"{pad}arch::bar_arrive(5 + 2 * cw, 128 + 32);  // full: the reducer adds it into {view.param.name}"]
         c = self.tma_coords(view, n.attrs["row"], n.attrs["col"])
         c[0] = f"{c[0]} + wg_row0"
         m = self.maps[(id(view.param), t.rows)]
@@ -672,6 +713,39 @@ class WarpSpecializedLowering(Lowering):
             f"{pad}  reduce_add_async(&{m}, {stage}, {', '.join(c)});",
             f"{pad}  arch::tma_store_commit();",
             f"{pad}}}"]
+
+    def reducer_lines(self, nodes, depth) -> List[str]:
+        """Warp 1 of the producer warpgroup: the loops that hold a transposed store_add, and at each one,
+        per consumer warpgroup, wait for its staging tile, add it into global memory with a TMA reduce
+        (one lane), wait for the reduce to have read it and hand it back (named barriers 4 + 2w: empty,
+        5 + 2w: full, 128 consumer threads + this warp)."""
+        pad = "  " * depth
+        lines = []
+        for n in nodes:
+            if isinstance(n, ir.Loop):
+                if not any(isinstance(x, ir.Op) and id(x) in self.reduces for x in self.k.walk([n])):
+                    continue
+                i = self.sym_name(n.index)
+                lines.append(f"{pad}for (int {i} = {self.expr(n.start)}; {i} < {self.expr(n.stop)}; ++{i}) {{")
+                lines += self.reducer_lines(n.body, depth + 1)
+                lines.append(f"{pad}}}")
+            elif isinstance(n, ir.Op) and id(n) in self.reduces:
+                t, view = n.ins
+                c = self.tma_coords(view, n.attrs["row"], n.attrs["col"])
+                c[0] = f"{c[0]} + w * WG_ROWS"
+                m = self.maps[(id(view.param), t.rows)]
+                lines += [f"{pad}// {ir.format_op(n)}",
+                          f"{pad}for (int w = 0; w < CONSUMERS; ++w) {{",
+                          f"{pad}  arch::bar_sync(5 + 2 * w, 128 + 32);  // warpgroup w's staging tile is full",
+                          f"{pad}  if (arch::lane_id() == 0) {{",
+                          f"{pad}    reduce_add_async(&{m}, S.{self.reduces[id(n)]}[w], {', '.join(c)});",
+                          f"{pad}    arch::tma_store_commit();",
+                          f"{pad}    arch::tma_store_wait_read<0>();",
+                          f"{pad}  }}",
+                          f"{pad}  __syncwarp();",
+                          f"{pad}  arch::bar_arrive(4 + 2 * w, 128 + 32);  // ... and read: empty",
+                          f"{pad}}}"]
+        return lines
 
     def deferred_mma(self, pad: str, pending: List[_Group], which: str) -> List[str]:
         """The loop's last mma, issued for the previous iteration (operands in the held stage). The
@@ -708,6 +782,8 @@ class WarpSpecializedLowering(Lowering):
                 else:
                     out.append(f"{ip}release(S.ring.empty[pos.stage]);")
                 out.append(f"{ip}pos.advance();")
+                if self.ds_stages == 2:
+                    out.append(f"{ip}dsb ^= 1;  // the next block writes the other copy of {', '.join(t.name for t in self.written)}")
             return out
 
         stop = self.expr(n.stop)
@@ -726,6 +802,11 @@ class WarpSpecializedLowering(Lowering):
                 lines.append(f"{pad}if (cw == 1) arch::bar_arrive(1, 256);  // warpgroup 0 takes the first turn")
         elif main and self.pingpong:
             lines.append(f"{pad}if (cw == 1) arch::bar_sync(2, 256);  // warpgroup 0 takes the first turn")
+        if main:
+            first = {n.index.name: f"({self.expr(n.start)})"}
+            for x in self.prefetch.values():  # the first iteration's copy
+                lines.append(f"{pad}{self.vec_load(x, self.var(x.outs[0]) + '_next', first)}"
+                             "  // prefetched: the loop loads each next one")
         lines.append(f"{pad}for (int {i} = {self.expr(n.start)}; {i} < {stop}; ++{i}) {{")
         lines += text
         lines.append(f"{pad}}}")
@@ -863,6 +944,19 @@ class WarpSpecializedLowering(Lowering):
                 if s in _tiles_of(x):
                     break
 
+    def plan_prefetch(self) -> None:
+        """Vector loads in the main loop (the backward's LSE and Delta of the query block) are issued
+        one iteration ahead into a second copy (`prefetch`, default on): the global load then has a
+        whole iteration to arrive instead of the one GEMM before its first use. The last iteration
+        loads one block past the loop's end, bounded like every load (rows past the tensor read 0)."""
+        self.prefetch: Dict[int, ir.Op] = {}
+        if not self.options.get("prefetch", True):
+            return
+        for n in self.loop_body:
+            if (isinstance(n, ir.Op) and n.name == "load" and n.outs[0].kind == "vec" and isinstance(n.ins[0], ir.View)
+                    and n.ins[0].rank == 1 and self.loop.index in ir.symbols(ir.as_expr(n.attrs["row"]))):
+                self.prefetch[id(n)] = n
+
     def plan_early_release(self) -> None:
         """One-shot tiles read only by the main loop's mmas that also read a ring stage (so each
         such wgmma retires within its iteration) are released in the loop's last iteration, right
@@ -942,6 +1036,7 @@ class WarpSpecializedLowering(Lowering):
             loop_mmas = [x for x in self.loop_body if isinstance(x, ir.Op) and x.name == "mma"]
             self.plan_rotation(loop_mmas)
         self.plan_fold()
+        self.plan_prefetch()
         self.plan_early_release()
         self.plan_window()
         # PingPong with the rotation: the turns run on across the loop's runs and programs (the first is
@@ -971,19 +1066,26 @@ class WarpSpecializedLowering(Lowering):
                 decls.append(f"cv<{t.rows}> {self.var(t)};  // {t.type_str()}, along the columns of the transposed tiles")
             elif t.kind == "vec":
                 decls.append(f"rv<WG_ROWS> {self.var(t)};  // {t.type_str()}")
+            if any(x.outs[0] is t for x in self.prefetch.values()):
+                decls.append(f"{decls[-1].split(' ')[0]} {self.var(t)}_next;  // the next iteration's {t.name}, loaded ahead")
+        if self.ds_stages == 2:
+            decls.append("int dsb = 0;  // which copy of " + ", ".join(t.name for t in self.written) + " this block writes")
         consumer = self.consumer(k.body, 0, [])
         producer = self.producer(k.body, 0)
+        reducer = self.reducer_lines(k.body, 0) if self.reducer else []
         shared = []
         for t in k.tiles:
             if t.kind == "shared":
-                n = "[STAGES]" if t in self.ring else ""
+                n = "[STAGES]" if t in self.ring else "[2]" if self.var(t).endswith("[dsb]") else ""
                 r, c = self.stored(t)
                 how = f", held transposed ({r}x{c})" if t in self.flipped else ""
                 shared.append(f"st<{CTYPE[t.dtype.name]}, {r}, {c}> {self.var(t)[2:].split('[')[0]}{n};  // {t.type_str()}{how}")
         for o in [x for x in k.walk() if isinstance(x, ir.Op) and id(x) in self.reduces]:
             shared.append(f"st<float, {o.ins[0].rows}, WG_ROWS> {self.reduces[id(o)]}[CONSUMERS];  // "
                           f"{o.ins[0].name}'s columns of each consumer warpgroup, for the TMA reduce into {o.ins[1].param.name}")
-        if self.reduces:  # a program's reduces have read shared memory before the CTA moves on or exits
+        if self.reducer:  # the reducer's last reads of the staging tiles, before the CTA moves on or exits
+            consumer.append("arch::bar_sync(4 + 2 * cw, 128 + 32);  // the reducer has read this program's last staging tile")
+        elif self.reduces:  # a program's reduces have read shared memory before the CTA moves on or exits
             consumer.append("if (wg_thread() == 0) arch::tma_store_wait<0>();  // the program's reduces are done")
         params = []
         for m, (P, rows, _) in self.map_info.items():
@@ -1004,13 +1106,13 @@ class WarpSpecializedLowering(Lowering):
         BM = self.BM
         tags = [("pp", self.pingpong), ("rot", self.deferred is not None), ("h", self.hoisted),
                 ("np", not self.persistent), ("f", self.fold), ("w", self.window_bytes),
-                ("t", self.tree_max)]
+                ("t", self.tree_max), ("pf", bool(self.prefetch)), ("d2", self.ds_stages == 2), ("r", self.reducer)]
         name = "tiles_{}_hopper_{}_{}_s{}c{}{}".format(
             k.name, "_".join(f"{a}{int(v) if isinstance(v, bool) else v}" for a, v in k.constexprs.items()),
             k.params[0].dtype.name, self.stages, self.consumers, "".join(t for t, on in tags if on))
         ctx = dict(name=name, ir_text=k.text(), ir_name=k.name, pattern=k.pattern.describe(), BM=BM,
                    WG_ROWS=self.WG_ROWS, consumers=self.consumers, stages=self.stages, pingpong=self.pingpong,
-                   n_once=max(1, len(self.once)), shared=shared, sig=sig, decls=decls, producer=producer,
+                   n_once=max(1, len(self.once)), shared=shared, sig=sig, decls=decls, producer=producer, reducer=reducer,
                    consumer=consumer, consumer_pre=pre, consumer_post=post, maps=[m for _, m, _, _ in params],
                    producer_regs=24 if self.consumers <= 2 else 32, consumer_regs=self.consumer_regs,
                    grid=[self.expr(g) for g in k.grid], persistent=self.persistent,

@@ -1,0 +1,25 @@
+#!/bin/sh
+# Session 16, third call: the fused backward rebuilt after FlashAttention-3 (two dS copies and one barrier
+# a block, dQ's reduce issued by the producer warpgroup's warp 1, LSE and Delta loaded a block ahead):
+# its GPU tests and compute-sanitizer, then the fused backward against the split one and each change
+# alone, and the split kernels with and without the prefetch.
+#   sh bench/device_session16d.sh
+DEVICE_PYTHONPATH=tests/hopper:bench
+. bench/device_env.sh
+nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv,noheader
+timeout 200 python3 -m pytest -q -p no:cacheprovider -W ignore tests/portability/test_attention.py -k "hopper and (fused or backward)" \
+    -rfE --tb=short > "$OUT/tests.txt" 2>&1
+grep -E "^(FAILED|ERROR)|^E  |passed|failed" "$OUT/tests.txt" | cut -c1-300 | head -20
+WORKLOAD=fused TOOL_TIMEOUT=100 sh bench/device_sanitize.sh
+timeout 240 python3 bench/hopper_tile_sweep.py --only fused --seqs 1024,4096,16384 > "$OUT/fused.txt" 2>&1
+grep -E "^\{" "$OUT/fused.txt" | python3 -c "
+import json, sys
+for l in sys.stdin:
+    r = json.loads(l)
+    b = r['ms']['split']
+    print(r['causal'], r['S'], r['H'], r['Hkv'], 'split %.3f ms' % b, {n: round(b / t, 3) for n, t in r['ms'].items() if n != 'split'},
+          [n for n, ok in r['ok'].items() if not ok] or 'all ok')
+" || tail -5 "$OUT/fused.txt"
+timeout 200 python3 bench/hopper_tile_sweep.py --only schedule --kernels dkdv --seqs 1024,4096,16384 \
+    --variants nopf --dims 64,128 > "$OUT/sweep.txt" 2>&1
+python3 bench/sweep_table.py "$OUT/sweep.txt"
