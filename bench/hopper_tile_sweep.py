@@ -230,14 +230,21 @@ def fused(seqs="1024,4096,16384"):
                                                                          "pingpong": True}}),
         "fused_pprot": (True, {**schedules, ("attention_bwd_fused", 128): {"persistent": False, "pingpong": True}}),
         # session 16: as session 12 left it (one dS copy and two barriers a block, the reduce issued by a
-        # consumer thread, LSE and Delta loaded at their block), and each of today's changes alone
+        # consumer thread, LSE and Delta loaded at their block), and today's changes alone and together
         "fused_s12": (True, {**schedules, ("attention_bwd_fused", 128): {**fdef, "ds_stages": 1, "reducer": False,
                                                                           "prefetch": False}}),
-        "fused_nopf": (True, {**schedules, ("attention_bwd_fused", 128): {**fdef, "prefetch": False}}),
-        "fused_ds1": (True, {**schedules, ("attention_bwd_fused", 128): {**fdef, "ds_stages": 1}}),
-        "fused_nored": (True, {**schedules, ("attention_bwd_fused", 128): {**fdef, "reducer": False}}),
-        "fused_uni": (True, {**schedules, ("attention_bwd_fused", 128): {**fdef, "uniform_warpgroup": True}}),
     }
+    for name, over in (("nopf", {"prefetch": False}), ("ds1", {"ds_stages": 1}), ("nored", {"reducer": False}),
+                       ("uni", {"uniform_warpgroup": True}), ("uni_nopf", {"uniform_warpgroup": True, "prefetch": False}),
+                       ("uni_rot_nopf", {"uniform_warpgroup": True, "rotate": True, "prefetch": False}),
+                       ("uni_pprot_nopf", {"uniform_warpgroup": True, "rotate": True, "pingpong": True, "prefetch": False}),
+                       ("uni_pp_nopf", {"uniform_warpgroup": True, "pingpong": True, "prefetch": False}),
+                       ("uni_nopf_s2", {"uniform_warpgroup": True, "prefetch": False, "stages": 2}),
+                       ("uni_ds1_nopf", {"uniform_warpgroup": True, "prefetch": False, "ds_stages": 1})):
+        modes["fused_" + name] = (True, {**schedules, ("attention_bwd_fused", 128): {**fdef, **over}})
+    if os.environ.get("FUSED_MODES"):  # a subset, by name (split always)
+        keep = set(os.environ["FUSED_MODES"].split(",")) | {"split"}
+        modes = {n: m for n, m in modes.items() if n in keep}
     D = 128
     for causal in (False, True):
         for S, H, Hkv in [(int(x), 16, 16) for x in seqs.split(",")] + [(4096, 64, 8)]:
