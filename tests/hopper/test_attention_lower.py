@@ -119,7 +119,8 @@ def test_sass_has_hopper_instructions(compiled, tmp_path):
     D = low.kernel.constexprs["D"]
     if low.kernel.name == "attention_bwd_fused":
         assert "UTMAREDG" in sass  # cp.reduce.async.bulk.tensor: dQ added into dQacc
-        assert "mma_AtB(dq, S.kt, wg_row0, S.dss, false);" in low.source  # dQᵀ = Kᵀ dSᵀ, A transposed from smem
+        assert "mma_AtB(dq, S.kt, wg_row0, S.dss[dsb], false);" in low.source  # dQᵀ = Kᵀ dSᵀ, A transposed from smem
+        assert "BAR.ARV" in sass and "BAR.SYNC" in sass  # the staging handshake with the reducer warp
     if low.kernel.name in ("attention_bwd_dkdv", "attention_bwd_fused"):
         assert re.search(r"HGMMA\.64x64x16\.F32", sass)  # Sᵀ = K Qᵀ, dPᵀ = V dOᵀ (N = BM)
         assert re.search(rf"HGMMA\.64x{D}x16\.F32", sass)  # dV += Pᵀ dO, dK += dSᵀ Q (N = D)

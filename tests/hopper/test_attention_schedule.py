@@ -227,3 +227,73 @@ def test_tree_max_gives_the_same_bits_on_the_gpu(D):
         torch.cuda.synchronize()
         assert torch.equal(outs[True][0], outs[False][0]) and torch.equal(outs[True][1], outs[False][1])
         check_attention_fwd(outs[True][0], outs[True][1], q, k, v, causal, D ** -0.5)
+
+
+def test_fused_backward_after_flashattention3():
+    """attention_bwd_fused (session 16): dS in two copies with one barrier a block, and dQ's TMA reduce
+    issued by warp 1 of the producer warpgroup, which meets each consumer warpgroup on two named
+    barriers (4 + 2w empty, 5 + 2w full). Options ds_stages=1 and reducer=False give the session-12
+    form back."""
+    low = _lower(D=128, causal=True, kernel="fused", launched=True)
+    src = low.source
+    body = src.split("consumers: everything else")[1]
+    assert "st<bf16, 128, 64> dss[2];" in src and "int dsb = 0;" in body and "dsb ^= 1;" in body
+    assert body.count("arch::bar_sync(3, CONSUMERS * 128);") == 1  # after the store only
+    assert "store(S.dss[dsb], wg_row0, dsp);" in body and "mma_AtB(dq, S.kt, wg_row0, S.dss[dsb], false);" in body
+    # the consumer hands the staging tile over, the reducer adds it and hands it back
+    assert "arch::bar_sync(4 + 2 * cw, 128 + 32);  // the reducer has read the staging tile's last contents" in body
+    assert "arch::bar_arrive(5 + 2 * cw, 128 + 32);" in body and "reduce_add_async" not in body
+    red = src.split("reducer: the transposed store_adds")[1].split("consumers: everything else")[0]
+    assert "for (int w = 0; w < CONSUMERS; ++w) arch::bar_arrive(4 + 2 * w, 128 + 32);" in red  # start empty
+    assert "arch::bar_sync(5 + 2 * w, 128 + 32);" in red and "reduce_add_async(&map_dQacc, S.dq_red[w], 0 + w * WG_ROWS" in red
+    assert red.index("arch::tma_store_wait_read<0>();") < red.rindex("arch::bar_arrive(4 + 2 * w, 128 + 32);")
+    # as many hand-backs as takes: the consumers' last wait, after the loops, meets the reducer's last one
+    assert body.rstrip().endswith("arch::bar_sync(4 + 2 * cw, 128 + 32);  // the reducer has read this program's "
+                                  "last staging tile\n    }\n  }\n}")
+    old = _lower(D=128, causal=True, kernel="fused", launched=True,
+                 options={**WarpSpecializedLowering.SCHEDULES[("attention_bwd_fused", 128)], "ds_stages": 1,
+                          "reducer": False}).source
+    assert "dss[2]" not in old and old.count("arch::bar_sync(3, CONSUMERS * 128);") == 2
+    assert "reducer:" not in old and "reduce_add_async(&map_dQacc, S.dq_red[cw]" in old
+    with pytest.raises(Exception, match="ds_stages=3"):
+        _lower(D=128, causal=True, kernel="fused", launched=True, options={"ds_stages": 3})
+
+
+@pytest.mark.parametrize("kernel", ["dkdv", "fused"])
+def test_vectors_are_loaded_a_block_ahead(kernel):
+    """prefetch: the LSE and Delta of the next query block are loaded while this one computes (a second
+    copy each); before the loop, the first block's. Off, they load at their own block."""
+    src = _lower(D=128, causal=True, kernel=kernel, launched=True).source
+    body = src.split("consumers: everything else")[1]
+    for v in ("lse", "delta"):
+        assert f"cv<64> {v}_next;" in body and f"{v} = {v}_next;  // loaded one iteration ahead" in body
+        assert body.count(f"load({v}_next, ") == 2  # the first block's, before the loop; then each next one
+    assert "(kb + 1) * 64);" in body and ") / 64) * 64);  // prefetched" in body
+    assert body.index("// prefetched") < body.index("for (int kb")
+    off = _lower(D=128, causal=True, kernel=kernel, launched=True,
+                 options={**(WarpSpecializedLowering.SCHEDULES.get((f"attention_bwd_{kernel}", 128)) or {}),
+                          "prefetch": False}).source
+    assert "_next" not in off and "load(lse, L + " in off
+    # the forward and dQ load no vector in their loops: nothing to prefetch
+    assert "_next" not in _lower(D=128, causal=True).source
+    assert "_next" not in _lower(D=128, causal=True, kernel="dq", launched=True).source
+
+
+def test_whole_tiles_are_stored_without_a_test_a_pair(tmp_path):
+    """ops.h store: a register tile that lies wholly inside its tensor goes out one store a pair with no
+    bounds test (the tested walk reloads its bounds between stores); whole_tile_stores=False defines
+    TILES_TESTED_STORES and keeps only the tested walk. The SASS of the forward shows both forms."""
+    from sass import disassemble
+
+    runtime = needs.nvrtc()
+    fast = _lower(D=128, causal=False)
+    tested = _lower(D=128, causal=False, options={"whole_tile_stores": False})
+    assert "#define TILES_TESTED_STORES" in tested.source and "TILES_TESTED_STORES" not in fast.source
+    assert tested.entry.endswith("st") and not fast.entry.endswith("st")
+    counts = {}
+    for tag, lw in (("fast", fast), ("tested", tested)):
+        c = runtime.compile_cuda(lw.source, name=lw.entry + ".cu", cache=False)
+        sass = disassemble(c.cubin, tmp_path)
+        counts[tag] = (sass.count("STG.E "), sass.count("LDC "))
+    # 32 more pair stores a thread (the untested copy of O's), and far fewer bound reloads
+    assert counts["fast"][0] >= counts["tested"][0] + 32 and counts["fast"][1] < counts["tested"][1], counts

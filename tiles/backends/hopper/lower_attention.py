@@ -47,7 +47,12 @@ The schedule (templates/attention.cu.j2) comes from the kernel's overlap pattern
   is the same in every lane and keeps the wgmma descriptors built from it in uniform registers (else
   it builds them in vector registers and copies each back before its wgmma);
   `tree_max` takes the softmax's row maximum as a tree (ops.h `row_max_tree`, the same bits) instead
-  of a chain, to shorten the wait from S to the exp2 (the longest FMNMX chain 18 -> 7).
+  of a chain, to shorten the wait from S to the exp2 (the longest FMNMX chain 18 -> 7);
+  `prefetch` loads the main loop's vectors (the backward's LSE and Delta) one iteration ahead;
+  `ds_stages` keeps the shared tiles the consumers write (attention_bwd_fused's dS) in two copies,
+  with one barrier a block; `reducer` hands a transposed store_add's TMA reduce to warp 1 of the
+  producer warpgroup; `whole_tile_stores` (ops.h) stores a tile that lies wholly inside its tensor
+  without testing each pair.
   bench/hopper_notes.md has the measurements behind each default.
 
 Scalars (program ids, sizes, strides, loop bounds, mask offsets) are the IR's own expressions rendered
@@ -171,7 +176,7 @@ class WarpSpecializedLowering(Lowering):
         # launch-time overrides (benchmark variants): stages, consumers, pingpong
         known = {"stages", "consumers", "pingpong", "rotate", "hoist", "persistent", "order", "fold", "early_release",
                  "window", "continuous_turns", "uniform_warpgroup", "tree_max", "prefetch", "ds_stages",
-                 "reducer"}
+                 "reducer", "whole_tile_stores"}
         unknown = set(self.options) - known
         if unknown:
             self._fail(f"unknown options {sorted(unknown)} (known: {sorted(known)})")
@@ -1106,13 +1111,15 @@ class WarpSpecializedLowering(Lowering):
         BM = self.BM
         tags = [("pp", self.pingpong), ("rot", self.deferred is not None), ("h", self.hoisted),
                 ("np", not self.persistent), ("f", self.fold), ("w", self.window_bytes),
-                ("t", self.tree_max), ("pf", bool(self.prefetch)), ("d2", self.ds_stages == 2), ("r", self.reducer)]
+                ("t", self.tree_max), ("pf", bool(self.prefetch)), ("d2", self.ds_stages == 2), ("r", self.reducer),
+                ("st", not self.options.get("whole_tile_stores", True))]
         name = "tiles_{}_hopper_{}_{}_s{}c{}{}".format(
             k.name, "_".join(f"{a}{int(v) if isinstance(v, bool) else v}" for a, v in k.constexprs.items()),
             k.params[0].dtype.name, self.stages, self.consumers, "".join(t for t, on in tags if on))
         ctx = dict(name=name, ir_text=k.text(), ir_name=k.name, pattern=k.pattern.describe(), BM=BM,
                    WG_ROWS=self.WG_ROWS, consumers=self.consumers, stages=self.stages, pingpong=self.pingpong,
                    n_once=max(1, len(self.once)), shared=shared, sig=sig, decls=decls, producer=producer, reducer=reducer,
+                   tested_stores=not self.options.get("whole_tile_stores", True),
                    consumer=consumer, consumer_pre=pre, consumer_post=post, maps=[m for _, m, _, _ in params],
                    producer_regs=24 if self.consumers <= 2 else 32, consumer_regs=self.consumer_regs,
                    grid=[self.expr(g) for g in k.grid], persistent=self.persistent,
