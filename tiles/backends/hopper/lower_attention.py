@@ -51,8 +51,8 @@ The schedule (templates/attention.cu.j2) comes from the kernel's overlap pattern
   `prefetch` loads the main loop's vectors (the backward's LSE and Delta) one iteration ahead;
   `ds_stages` keeps the shared tiles the consumers write (attention_bwd_fused's dS) in two copies,
   with one barrier a block; `reducer` hands a transposed store_add's TMA reduce to warp 1 of the
-  producer warpgroup; `whole_tile_stores` (ops.h) stores a tile that lies wholly inside its tensor
-  without testing each pair.
+  producer warpgroup; `whole_tile_stores` (off; on for dK/dV in SCHEDULES) stores a tile that lies
+  wholly inside its tensor without testing each pair (ops.h).
   bench/hopper_notes.md has the measurements behind each default.
 
 Scalars (program ids, sizes, strides, loop bounds, mask offsets) are the IR's own expressions rendered
@@ -1112,14 +1112,14 @@ class WarpSpecializedLowering(Lowering):
         tags = [("pp", self.pingpong), ("rot", self.deferred is not None), ("h", self.hoisted),
                 ("np", not self.persistent), ("f", self.fold), ("w", self.window_bytes),
                 ("t", self.tree_max), ("pf", bool(self.prefetch)), ("d2", self.ds_stages == 2), ("r", self.reducer),
-                ("st", not self.options.get("whole_tile_stores", True))]
+                ("ws", self.options.get("whole_tile_stores", False))]
         name = "tiles_{}_hopper_{}_{}_s{}c{}{}".format(
             k.name, "_".join(f"{a}{int(v) if isinstance(v, bool) else v}" for a, v in k.constexprs.items()),
             k.params[0].dtype.name, self.stages, self.consumers, "".join(t for t, on in tags if on))
         ctx = dict(name=name, ir_text=k.text(), ir_name=k.name, pattern=k.pattern.describe(), BM=BM,
                    WG_ROWS=self.WG_ROWS, consumers=self.consumers, stages=self.stages, pingpong=self.pingpong,
                    n_once=max(1, len(self.once)), shared=shared, sig=sig, decls=decls, producer=producer, reducer=reducer,
-                   tested_stores=not self.options.get("whole_tile_stores", True),
+                   whole_tile_stores=self.options.get("whole_tile_stores", False),
                    consumer=consumer, consumer_pre=pre, consumer_post=post, maps=[m for _, m, _, _ in params],
                    producer_regs=24 if self.consumers <= 2 else 32, consumer_regs=self.consumer_regs,
                    grid=[self.expr(g) for g in k.grid], persistent=self.persistent,
@@ -1165,12 +1165,18 @@ class WarpSpecializedLowering(Lowering):
                  # shapes, in two runs (bench/hopper_notes.md, session 13). The warpgroup index through a
                  # shuffle: off in session 14 (1-3.5 % slower then); on today's code (descriptor offsets)
                  # 2 % faster at 11 of 12 shapes, in two runs (session 15)
-                 ("attention_bwd_dkdv", 64): {"pingpong": True, "fold": False},
+                 ("attention_bwd_dkdv", 64): {"pingpong": True, "fold": False, "whole_tile_stores": True},
+                 # dK and dV stored without a test a pair where the tile is whole: up to 6 % faster,
+                 # at 14 of 16 shapes (session 16); the forward was up to 4 % slower with it and dQ -3 to
+                 # +2 %, so off there
+                 ("attention_bwd_dkdv", 128): {"whole_tile_stores": True},
                  # dK, dV (128 registers) + the dQ block: the persistent loop's own registers make
-                 # ptxas spill (112 bytes); one CTA per program does not. Not rotated: dK's wgmma is
-                 # issued right after dQ's and runs while dQ is staged for its reduce. With the warpgroup
-                 # index through a shuffle, ptxas spills here too.
-                 ("attention_bwd_fused", 128): {"persistent": False, "rotate": False, "uniform_warpgroup": False}}
+                 # ptxas spill (144 bytes); one CTA per program does not. Not rotated: dK's wgmma is
+                 # issued right after dQ's and runs while dQ is staged for its reduce. The warpgroup
+                 # index through a shuffle: 5-13 % faster (session 16; it spilled before the reducer
+                 # warp took the reduce out of the consumers)
+                 ("attention_bwd_fused", 128): {"persistent": False, "rotate": False, "uniform_warpgroup": True,
+                                                "whole_tile_stores": True}}
 
     _lowered_cache: Dict[tuple, Lowered] = {}
     _kernel_cache: Dict[tuple, object] = {}

@@ -399,11 +399,12 @@ __device__ __forceinline__ void each_pair(const rt<T, R, C>& t, int row0, int co
 template <typename U, typename T, int R, int C>
 __device__ __forceinline__ void store(U* dst, long long ld, int nrows, int ncols, const rt<T, R, C>& src, int row0, int col0) {
   const bool pair_ok = (ld % 2) == 0;
-#ifndef TILES_TESTED_STORES  // (defined: every pair tested, as before session 16; for A/B runs)
+#ifdef TILES_WHOLE_TILE_STORES  // (the lowering's option whole_tile_stores)
   if (pair_ok && row0 + R <= nrows && col0 + C <= ncols) {
     // the whole tile inside (every block but a tail): one store a pair and no test. The tested walk
     // below reloads its bounds between stores, and each reload waits for the last store to have read
-    // its registers (ncu: a fifth of the D = 128 forward's time at S = 512).
+    // its registers: dK/dV 1-6 % faster this way; the forward, whose stores overlap the other
+    // warpgroup's GEMMs, 0-4 % slower (H200, session 16).
     each_pair(src, row0, col0, [&](int s, int p, int r, int c) {
       *reinterpret_cast<typename pair_of<U>::type*>(dst + (long long)r * ld + c) = f2_to_pair<U>(load_pair<T>(src.v[s][p]));
     });
