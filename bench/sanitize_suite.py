@@ -25,10 +25,15 @@ ran = []
 only = sys.argv[2] if sys.argv[1:2] == ["--only"] else None
 if only not in (None, "attention", "gemm_fp8", "fused"):
     sys.exit(f"--only takes attention, gemm_fp8 or fused, got {only!r}")
-if only == "fused":
+if only == "fused":  # FUSED_OPTIONS=a,b turns those schedule options on for it
+    import os
+
     from tiles.backends.hopper.backend import HopperBackend
+    from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
 
     HopperBackend.FUSED_BACKWARD = True
+    key = ("attention_bwd_fused", 128)
+    W.SCHEDULES[key] = {**W.SCHEDULES[key], **{o: True for o in os.environ.get("FUSED_OPTIONS", "").split(",") if o}}
     for (Sq, Sk), causal in (((300, 190), True), ((200, 333), False), ((700, 700), True)):
         q = torch.randn(1, Sq, 4, 128, device=dev, dtype=torch.bfloat16, requires_grad=True)
         k = torch.randn(1, Sk, 2, 128, device=dev, dtype=torch.bfloat16, requires_grad=True)
