@@ -240,9 +240,7 @@ def fused(seqs="1024,4096,16384"):
                        ("uni_pprot_nopf", {"uniform_warpgroup": True, "rotate": True, "pingpong": True, "prefetch": False}),
                        ("uni_pp_nopf", {"uniform_warpgroup": True, "pingpong": True, "prefetch": False}),
                        ("uni_nopf_s2", {"uniform_warpgroup": True, "prefetch": False, "stages": 2}),
-                       ("uni_ds1_nopf", {"uniform_warpgroup": True, "prefetch": False, "ds_stages": 1}),
-                       ("defer", {"defer_reduce": True}), ("defer_nopf", {"defer_reduce": True, "prefetch": False}),
-                       ("defer_tested", {"defer_reduce": True, "whole_tile_stores": False})):
+                       ("uni_ds1_nopf", {"uniform_warpgroup": True, "prefetch": False, "ds_stages": 1})):
         modes["fused_" + name] = (True, {**schedules, ("attention_bwd_fused", 128): {**fdef, **over}})
     if os.environ.get("FUSED_MODES"):  # a subset, by name (split always)
         keep = set(os.environ["FUSED_MODES"].split(",")) | {"split"}
@@ -283,8 +281,7 @@ FOLD = {"base": {}, "nofold": {"fold": False}, "noearly": {"early_release": Fals
         "uniform": {"uniform_warpgroup": True}, "s2": {"stages": 2}, "s3": {"stages": 3},
         "notree": {"tree_max": False},
         "nopf": {"prefetch": False},
-        "tested": {"whole_tile_stores": False}, "whole": {"whole_tile_stores": True},  # session 16 (ops.h store)
-        "dpf": {"dp_first": True}}  # session 16: dP's mma before dV's, so dS is made while dV runs  # session 16: LSE, Delta loaded at their own block, not one ahead  # the forward's row maximum as a chain (the tree is on since session 16)
+        "tested": {"whole_tile_stores": False}, "whole": {"whole_tile_stores": True}}  # session 16 (ops.h store)  # session 16: LSE, Delta loaded at their own block, not one ahead  # the forward's row maximum as a chain (the tree is on since session 16)
 
 
 def schedule(seqs="512,1024,4096,16384", only=None, dims=(128, 64), kernels=("fwd", "dq", "dkdv")):
@@ -328,7 +325,7 @@ def schedule(seqs="512,1024,4096,16384", only=None, dims=(128, 64), kernels=("fw
                     variants = FOLD
                     if kname == "attention_bwd_dkdv":  # reads its one-shot K, V across the query-head loop
                         variants = {n: FOLD[n] for n in ("base", "nofold", "nocont", "nowindow", "nouniform", "pp", "nopp",
-                                                         "fold", "uniform", "s2", "s3", "nopf", "tested", "whole", "dpf")}
+                                                         "fold", "uniform", "s2", "s3", "nopf", "tested", "whole")}
                     if only:
                         variants = {n: v for n, v in variants.items() if n in only}
                     if not causal:  # the L2 windows are a causal walk's

@@ -176,7 +176,7 @@ class WarpSpecializedLowering(Lowering):
         # launch-time overrides (benchmark variants): stages, consumers, pingpong
         known = {"stages", "consumers", "pingpong", "rotate", "hoist", "persistent", "order", "fold", "early_release",
                  "window", "continuous_turns", "uniform_warpgroup", "tree_max", "prefetch", "ds_stages",
-                 "reducer", "whole_tile_stores", "defer_reduce", "dp_first"}
+                 "reducer", "whole_tile_stores"}
         unknown = set(self.options) - known
         if unknown:
             self._fail(f"unknown options {sorted(unknown)} (known: {sorted(known)})")
@@ -634,9 +634,6 @@ class WarpSpecializedLowering(Lowering):
             if n.name == "store_add" and id(n) in self.reduces:
                 lines += self.reduce_add(n, pending, pad)
                 continue
-            if n.name == "mma" and self.defer is not None and n is self.defer["before"] and self.in_loop_body:
-                i = self.sym_name(self.loop.index)
-                lines += self.defer_tail_lines(pad, pending, f"{i} > {i}_first")
             if n.name == "mma":
                 self.wait_for(_tiles_of(n), pending, lines, pad)
                 call, g = self.mma_line(n)
@@ -647,8 +644,6 @@ class WarpSpecializedLowering(Lowering):
                 pending.append(g)
                 if self.deferred is not None and n is self.deferred_after:
                     lines += self.deferred_mma(pad, pending, "the previous iteration's")
-                if self.defer is not None and n is self.defer["after"] and self.in_loop_body:
-                    lines += self.defer_mma_lines(pad, pending, drain=False)
                 if self.pingpong and n is self.turn_arrive:
                     lines.append(f"{pad}arch::bar_arrive(2 - cw, 256);  // the other warpgroup's turn")
                 continue
@@ -681,10 +676,6 @@ class WarpSpecializedLowering(Lowering):
         readers = [g.acc for g in pending if dst in g.reads]
         if readers:
             self.wait_for(readers, pending, lines, pad)
-        if self.defer is not None:
-            # the next block's barrier, before the mma that reads this copy, orders it (plan_defer)
-            return lines + [f"{pad}store({self.var(dst)}, wg_row0, {self.var(src)});  // this block's copy (dsb)",
-                            f"{pad}arch::fence_proxy_async();  // generic-proxy stores, visible to wgmma's reads"]
         if self.ds_stages == 2:
             # the copy written now was last read by the mmas of two blocks back, which each warpgroup
             # waited for before it reached the last block's barrier: only the barrier after is needed
@@ -821,11 +812,7 @@ class WarpSpecializedLowering(Lowering):
             for x in self.prefetch.values():  # the first iteration's copy
                 lines.append(f"{pad}{self.vec_load(x, self.var(x.outs[0]) + '_next', first)}"
                              "  // prefetched: the loop loads each next one")
-        start = self.expr(n.start)
-        if main and self.defer is not None:
-            lines.append(f"{pad}const int {i}_first = {start};")
-            start = f"{i}_first"
-        lines.append(f"{pad}for (int {i} = {start}; {i} < {stop}; ++{i}) {{")
+        lines.append(f"{pad}for (int {i} = {self.expr(n.start)}; {i} < {stop}; ++{i}) {{")
         lines += text
         lines.append(f"{pad}}}")
         pending[:] = state
@@ -840,9 +827,6 @@ class WarpSpecializedLowering(Lowering):
                 lines.append(f"{pad}if (cw == 0) arch::bar_arrive(2, 256);  // warpgroup 1's last turn")
         elif main and self.pingpong:
             lines.append(f"{pad}if (cw == 0) arch::bar_arrive(2, 256);  // warpgroup 1's last turn")
-        if main and self.defer is not None:
-            lines += self.defer_mma_lines(pad, pending, drain=True)
-            lines += self.defer_tail_lines(pad, pending, f"{stop} > {i}_first")
         if main:
             self.wait_for([g.acc for g in pending], pending, lines, pad)
         if depth == 0 and self.persistent and any(x is self.loop for x in self.k.walk([n])):
@@ -965,71 +949,6 @@ class WarpSpecializedLowering(Lowering):
                 if s in _tiles_of(x):
                     break
 
-    def plan_defer(self) -> None:
-        """attention_bwd_fused's dQ, one block late (option `defer_reduce`): the mma that reads the
-        shared tile the consumers wrote (dQ = dS K, from both warpgroups' dS) and the ops after it on
-        its accumulator (the scale, the store_add) leave the loop body. The mma is issued in the next
-        block right after the first mma (S), from the other copy of dS, so it runs under that block's
-        softmax; its scale and hand-over to the reducer follow the softmax; the last block's come
-        after the loop. The one barrier a block moves from after the dS store to before that mma: both
-        warpgroups have then stored the block it reads. The mma is issued in every block (in the
-        first it reads the copy no block has written, and its product is dropped) so that no wgmma
-        sits behind a branch; only the scale and the hand-over are skipped there.
-        `dp_first`: of two adjacent mmas, the one whose accumulator the next ops read goes first
-        (dP = dO Vᵀ before dV += Pᵀ dO), so the elementwise ops run while the other is in flight."""
-        self.defer = None
-        body = self.loop_body
-        if self.options.get("dp_first", False):
-            for a, b in zip([x for x in body if isinstance(x, ir.Op) and x.name == "mma"][:-1],
-                            [x for x in body if isinstance(x, ir.Op) and x.name == "mma"][1:]):
-                i, j = body.index(a), body.index(b)
-                if j != i + 1 or a.outs[0] in _tiles_of(b) or b.outs[0] in _tiles_of(a):
-                    continue
-                nxt = next((x for x in body[j + 1:] if set(_tiles_of(x)) & {a.outs[0], b.outs[0]}), None)
-                if nxt is not None and b.outs[0] in _tiles_of(nxt) and a.outs[0] not in _tiles_of(nxt):
-                    body[i], body[j] = b, a
-        if not self.options.get("defer_reduce", False) or self.ds_stages != 2 or not self.reducer:
-            return
-        mmas = [x for x in body if isinstance(x, ir.Op) and x.name == "mma"]
-        late = [m for m in mmas if any(t in self.written for t in m.ins) and not m.attrs.get("accumulate", True)]
-        if len(late) != 1 or mmas[0] is late[0]:
-            self._fail("defer_reduce: the loop needs one mma (not its first) that reads a shared tile the "
-                       "consumers write, into an accumulator it starts afresh")
-        m = late[0]
-        acc = m.outs[0]
-        tail = [x for x in body[body.index(m) + 1:] if acc in _tiles_of(x)]
-        if any(set(_tiles_of(x)) - {acc} for x in tail if x.name != "store_add") or \
-                [x.name for x in tail][-1:] != ["store_add"]:
-            self._fail("defer_reduce: after the mma, its accumulator may only be scaled and added into memory")
-        for x in [m] + tail:
-            body.remove(x)
-        second = [x for x in body if isinstance(x, ir.Op) and x.name == "mma"][1]
-        self.defer = dict(mma=m, tail=tail, after=mmas[0], before=second)
-
-    def defer_mma_lines(self, pad: str, pending: List[_Group], drain: bool) -> List[str]:
-        """The deferred mma (plan_defer), from the other copy of the shared tile it reads."""
-        call, g = self.mma_line(self.defer["mma"])
-        pending.append(g)
-        which = "the last block's" if drain else "the previous block's"
-        return [f"{pad}// {ir.format_op(self.defer['mma'])}  [{which}: issued a block late, from the other copy]",
-                f"{pad}arch::bar_sync(3, CONSUMERS * 128);  // every warpgroup has stored that block's rows",
-                pad + call.replace("[dsb]", "[dsb ^ 1]"),
-                f"{pad}mma_commit();"]
-
-    def defer_tail_lines(self, pad: str, pending: List[_Group], cond: str) -> List[str]:
-        """The deferred mma's scale and hand-over, for a block that exists (`cond`)."""
-        lines: List[str] = []
-        self.wait_for([self.defer["mma"].outs[0]], pending, lines, pad)
-        lines.append(f"{pad}if ({cond}) {{  // the block before exists")
-        for x in self.defer["tail"]:
-            lines.append(f"{pad}  // {ir.format_op(x)}")
-            if x.name == "store_add":
-                lines += self.reduce_add(x, pending, pad + "  ")
-            else:
-                lines.append(f"{pad}  {self.op_line(x)}")
-        lines.append(f"{pad}}}")
-        return lines
-
     def plan_prefetch(self) -> None:
         """Vector loads in the main loop (the backward's LSE and Delta of the query block) are issued
         one iteration ahead into a second copy (`prefetch`, default on): the global load then has a
@@ -1121,7 +1040,6 @@ class WarpSpecializedLowering(Lowering):
             self.hoisted, self.loop_body = [], list(self.loop.body)
             loop_mmas = [x for x in self.loop_body if isinstance(x, ir.Op) and x.name == "mma"]
             self.plan_rotation(loop_mmas)
-        self.plan_defer()
         self.plan_fold()
         self.plan_prefetch()
         self.plan_early_release()
@@ -1194,8 +1112,7 @@ class WarpSpecializedLowering(Lowering):
         tags = [("pp", self.pingpong), ("rot", self.deferred is not None), ("h", self.hoisted),
                 ("np", not self.persistent), ("f", self.fold), ("w", self.window_bytes),
                 ("t", self.tree_max), ("pf", bool(self.prefetch)), ("d2", self.ds_stages == 2), ("r", self.reducer),
-                ("ws", self.options.get("whole_tile_stores", False)), ("dd", self.defer is not None),
-                ("dpf", bool(self.options.get("dp_first", False)))]
+                ("ws", self.options.get("whole_tile_stores", False))]
         name = "tiles_{}_hopper_{}_{}_s{}c{}{}".format(
             k.name, "_".join(f"{a}{int(v) if isinstance(v, bool) else v}" for a, v in k.constexprs.items()),
             k.params[0].dtype.name, self.stages, self.consumers, "".join(t for t, on in tags if on))
