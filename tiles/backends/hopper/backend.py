@@ -54,9 +54,10 @@ class HopperBackend(Backend):
     max_index = None  # the templates index with 64-bit offsets where a tensor can pass 2^31 elements
 
     # tiles.attention's backward through attention_bwd_fused (dQ added by TMA reduce in the dK/dV pass)
-    # instead of the split kernels. Off: on the H200 it took 0.92-1.14x the split backward's time at
-    # D = 128 (bench/hopper_notes.md, session 12): its dQ chain (two barriers, the dS store, the dQ
-    # wgmma, the staging for the reduce) runs exposed in every block.
+    # instead of the split kernels. Off: on the H200 it ran at 0.84-1.13x the split backward's speed at
+    # D = 128 after session 16's rebuild (two dS copies, the reducer warp; 0.75-1.03x before): dK and
+    # dV hold 128 of a consumer's 240 registers, so S, dP and dQ cannot all be in flight, and the two
+    # consumer warpgroups meet on the shared dS in every block (bench/hopper_notes.md).
     FUSED_BACKWARD = False
 
     def supports(self, kernel: str, **problem) -> bool:

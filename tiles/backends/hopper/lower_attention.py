@@ -1166,9 +1166,9 @@ class WarpSpecializedLowering(Lowering):
                  # shuffle: off in session 14 (1-3.5 % slower then); on today's code (descriptor offsets)
                  # 2 % faster at 11 of 12 shapes, in two runs (session 15)
                  ("attention_bwd_dkdv", 64): {"pingpong": True, "fold": False, "whole_tile_stores": True},
-                 # dK and dV stored without a test a pair where the tile is whole: up to 6 % faster,
-                 # at 14 of 16 shapes (session 16); the forward was up to 4 % slower with it and dQ -3 to
-                 # +2 %, so off there
+                 # dK and dV stored without a test a pair where the tile is whole: faster at 15 of 16
+                 # shapes, by up to 6 % (session 16); the forward was up to 4 % slower with it and dQ
+                 # -3 to +2 %, so off there
                  ("attention_bwd_dkdv", 128): {"whole_tile_stores": True},
                  # dK, dV (128 registers) + the dQ block: the persistent loop's own registers make
                  # ptxas spill (144 bytes); one CTA per program does not. Not rotated: dK's wgmma is

@@ -403,8 +403,8 @@ __device__ __forceinline__ void store(U* dst, long long ld, int nrows, int ncols
   if (pair_ok && row0 + R <= nrows && col0 + C <= ncols) {
     // the whole tile inside (every block but a tail): one store a pair and no test. The tested walk
     // below reloads its bounds between stores, and each reload waits for the last store to have read
-    // its registers: dK/dV 1-6 % faster this way; the forward, whose stores overlap the other
-    // warpgroup's GEMMs, 0-4 % slower (H200, session 16).
+    // its registers: dK/dV up to 6 % faster this way; the forward, whose stores overlap the
+    // other warpgroup's GEMMs, up to 4 % slower (H200, session 16).
     each_pair(src, row0, col0, [&](int s, int p, int r, int c) {
       *reinterpret_cast<typename pair_of<U>::type*>(dst + (long long)r * ld + c) = f2_to_pair<U>(load_pair<T>(src.v[s][p]));
     });
