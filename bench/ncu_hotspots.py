@@ -5,7 +5,8 @@
     python3 bench/ncu_hotspots.py rep.csv [top]
 
 Prints the top instructions by warp-stall samples with their share and their three largest stall
-reasons, then the samples summed by opcode: where in the loop the time goes, not just why.
+reasons ("other": the samples no named reason covers, such as waits for the wgmma pipe), then the
+samples summed by opcode: where in the loop the time goes, not just why.
 """
 import collections
 import csv
@@ -26,19 +27,24 @@ def main(path, top=40):
     head, body = rows[head_at], rows[head_at + 1:]
     col = {name.strip(): i for i, name in enumerate(head)}
     samples = next(c for c in col if c.startswith("Warp Stall Sampling (All"))
-    reasons = [c for c in col if c.startswith("stall_") or (c.startswith("Warp Stall Sampling") and c != samples
-                                                              and "Not-issued" not in c and "All" not in c)]
+    # the source page names most reasons per instruction but not all: what is left (a warp waiting for
+    # the wgmma pipe, among others) is shown as "other"
+    reasons = [c for c in col if c.startswith("stall_") and "Not Issued" not in c]
     total = sum(number(r[col[samples]]) for r in body) or 1.0
     print(f"{len(body)} instructions, {total:.0f} samples; reason columns: {len(reasons)}")
     ranked = sorted(body, key=lambda r: -number(r[col[samples]]))
     for r in ranked[:top]:
-        why = sorted(((number(r[col[c]]), c) for c in reasons), reverse=True)[:3]
-        why = ", ".join(f"{c.replace('stall_', '')} {v / total:.1%}" for v, c in why if v > 0)
+        named = [(number(r[col[c]]), c.replace("stall_", "")) for c in reasons]
+        named.append((number(r[col[samples]]) - sum(v for v, _ in named), "other"))
+        why = ", ".join(f"{c} {v / total:.1%}" for v, c in sorted(named, reverse=True)[:3] if v > 0)
         addr = r[col["Address"]] if "Address" in col else ""
         print(f"{number(r[col[samples]]) / total:6.1%}  {addr:>6}  {r[col['Source']].strip()[:70]:70}  {why}")
     by_op = collections.Counter()
     for r in body:
-        by_op[r[col["Source"]].strip().split(" ")[0].split(".")[0].lstrip("@!P0123456789UT ")] += number(r[col[samples]])
+        words = r[col["Source"]].split()
+        if words and words[0].startswith("@"):  # a predicate guard (@P0, @!UP1) comes before the opcode
+            words = words[1:]
+        by_op[words[0].split(".")[0] if words else "?"] += number(r[col[samples]])
     print("by opcode:", ", ".join(f"{op} {v / total:.1%}" for op, v in by_op.most_common(14)))
 
 
