@@ -281,7 +281,8 @@ FOLD = {"base": {}, "nofold": {"fold": False}, "noearly": {"early_release": Fals
         "uniform": {"uniform_warpgroup": True}, "s2": {"stages": 2}, "s3": {"stages": 3},
         "notree": {"tree_max": False},
         "nopf": {"prefetch": False},
-        "tested": {"whole_tile_stores": False}, "whole": {"whole_tile_stores": True}}  # session 16 (ops.h store)  # session 16: LSE, Delta loaded at their own block, not one ahead  # the forward's row maximum as a chain (the tree is on since session 16)
+        "tested": {"whole_tile_stores": False}, "whole": {"whole_tile_stores": True},  # session 16 (ops.h store)
+        "peel": {"peel": True}}  # session 16: the rotated loop's first iteration on its own  # session 16: LSE, Delta loaded at their own block, not one ahead  # the forward's row maximum as a chain (the tree is on since session 16)
 
 
 def schedule(seqs="512,1024,4096,16384", only=None, dims=(128, 64), kernels=("fwd", "dq", "dkdv")):
@@ -325,7 +326,7 @@ def schedule(seqs="512,1024,4096,16384", only=None, dims=(128, 64), kernels=("fw
                     variants = FOLD
                     if kname == "attention_bwd_dkdv":  # reads its one-shot K, V across the query-head loop
                         variants = {n: FOLD[n] for n in ("base", "nofold", "nocont", "nowindow", "nouniform", "pp", "nopp",
-                                                         "fold", "uniform", "s2", "s3", "nopf", "tested", "whole")}
+                                                         "fold", "uniform", "s2", "s3", "nopf", "tested", "whole", "peel")}
                     if only:
                         variants = {n: v for n, v in variants.items() if n in only}
                     if not causal:  # the L2 windows are a causal walk's

@@ -299,3 +299,69 @@ def test_whole_tiles_are_stored_without_a_test_a_pair(tmp_path):
         counts[tag] = (sass.count("STG.E "), sass.count("LDC "))
     # 32 more pair stores a thread (the untested copy of O's), and far fewer bound reloads
     assert counts["whole"][0] >= counts["tested"][0] + 32 and counts["whole"][1] < counts["tested"][1], counts
+
+
+@pytest.mark.parametrize("kernel,D", [("fwd", 128), ("fwd", 64), ("dq", 128), ("dkdv", 64)])
+def test_peeled_first_iteration(kernel, D, tmp_path):
+    """peel: the rotated loop's first iteration is emitted on its own, without the deferred mma; the
+    loop from the second on issues it unguarded. One empty HGMMA.64x8x16 fewer in the SASS (ptxas's
+    close of the group the guard may leave empty), no spill."""
+    from sass import disassemble
+    from test_compile import assert_no_spills
+
+    name = {"fwd": "attention_fwd", "dq": "attention_bwd_dq", "dkdv": "attention_bwd_dkdv"}[kernel]
+    opts = WarpSpecializedLowering.SCHEDULES.get((name, D)) or {}
+    plain = _lower(D=D, causal=True, kernel=kernel, launched=True, options=opts)
+    peeled = _lower(D=D, causal=True, kernel=kernel, launched=True, options={**opts, "peel": True})
+    body = peeled.source.split("consumers: everything else")[1]
+    loop = body.split("// the first iteration, peeled: no deferred mma before it")[1]
+    first, rest = loop.split("for (int kb = ", 1)
+    assert "const int kb = " in first and "[the previous iteration's" not in first
+    assert "[the previous iteration's: issued late so it runs under the softmax]" in rest
+    # in the loop the deferred mma goes unguarded; after it, the last iteration's keeps its guard
+    inner, after = rest.split("[the last iteration's", 1)
+    assert "if (held >= 0) mma_AB(" not in inner and "if (held >= 0) mma_AB(" in after
+    assert peeled.entry.endswith("pl") and not plain.entry.endswith("pl")
+    runtime = needs.nvrtc()
+    empty = {}
+    for tag, lw in (("plain", plain), ("peeled", peeled)):
+        c = runtime.compile_cuda(lw.source, name=lw.entry + ".cu", cache=False)
+        assert_no_spills(c, lw.entry, tmp_path)
+        empty[tag] = disassemble(c.cubin, tmp_path).count("HGMMA.64x8x16")
+    assert empty["peeled"] == empty["plain"] - 1, empty
+    # without a rotation there is nothing to peel
+    assert "peeled" not in _lower(D=128, causal=True, options={"rotate": False, "peel": True}).source
+
+
+@pytest.mark.parametrize("D", [64, 128])
+def test_peeled_loop_gives_the_same_bits_on_the_gpu(D):
+    """The peeled first iteration computes what the guarded loop did: the forward and dQ agree to the
+    bit with and without it (GQA, tails, causal and not)."""
+    needs.hopper_gpu()
+    from tiles.kernels import attention_bwd_dq
+
+    g = torch.Generator().manual_seed(D + 2)
+    B, Sq, Sk, H, Hkv = 2, 1000, 1300, 8, 2
+    q, do = (torch.randn(B, Sq, H, D, generator=g).bfloat16().cuda() for _ in range(2))
+    k, v = (torch.randn(B, Sk, Hkv, D, generator=g).bfloat16().cuda() for _ in range(2))
+    delta = torch.randn(B, H, Sq, generator=g).cuda()
+    W = WarpSpecializedLowering
+    for causal in (False, True):
+        outs = {}
+        for peel in (False, True):
+            out, lse = torch.full_like(q, math.nan), torch.full((B, H, Sq), math.nan, device="cuda")
+            go = W.prepare(attention_fwd, q, k, v, out, lse, D ** -0.5, causal=causal, D=D,
+                           options={**(W.SCHEDULES.get(("attention_fwd", D)) or {}), "peel": peel},
+                           **W.config("attention_fwd", D=D))
+            assert go.lowered.entry.endswith("pl") == peel
+            go()
+            dq = torch.full_like(q, math.nan)
+            go = W.prepare(attention_bwd_dq, q, k, v, do, lse, delta, dq, D ** -0.5, causal=causal, D=D,
+                           options={**(W.SCHEDULES.get(("attention_bwd_dq", D)) or {}), "peel": peel},
+                           **W.config("attention_bwd_dq", D=D))
+            go()
+            outs[peel] = (out, lse, dq)
+        torch.cuda.synchronize()
+        for a, b in zip(outs[False], outs[True]):
+            assert torch.equal(a, b)
+        assert torch.isfinite(outs[True][0]).all() and torch.isfinite(outs[True][2]).all()

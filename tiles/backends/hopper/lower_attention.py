@@ -176,7 +176,7 @@ class WarpSpecializedLowering(Lowering):
         # launch-time overrides (benchmark variants): stages, consumers, pingpong
         known = {"stages", "consumers", "pingpong", "rotate", "hoist", "persistent", "order", "fold", "early_release",
                  "window", "continuous_turns", "uniform_warpgroup", "tree_max", "prefetch", "ds_stages",
-                 "reducer", "whole_tile_stores"}
+                 "reducer", "whole_tile_stores", "peel"}
         unknown = set(self.options) - known
         if unknown:
             self._fail(f"unknown options {sorted(unknown)} (known: {sorted(known)})")
@@ -643,7 +643,7 @@ class WarpSpecializedLowering(Lowering):
                 lines.append(f"{pad}mma_commit();")
                 pending.append(g)
                 if self.deferred is not None and n is self.deferred_after:
-                    lines += self.deferred_mma(pad, pending, "the previous iteration's")
+                    lines += self.deferred_mma(pad, pending, "the previous iteration's", guard=not self.peel)
                 if self.pingpong and n is self.turn_arrive:
                     lines.append(f"{pad}arch::bar_arrive(2 - cw, 256);  // the other warpgroup's turn")
                 continue
@@ -752,14 +752,18 @@ class WarpSpecializedLowering(Lowering):
                           f"{pad}}}"]
         return lines
 
-    def deferred_mma(self, pad: str, pending: List[_Group], which: str) -> List[str]:
+    def deferred_mma(self, pad: str, pending: List[_Group], which: str, guard: bool = True) -> List[str]:
         """The loop's last mma, issued for the previous iteration (operands in the held stage). The
-        group is committed even when there is none to issue, so that wait counts stay exact."""
+        group is committed even when there is none to issue, so that wait counts stay exact. In a
+        peeled loop (option `peel`) the first iteration has none and the others always have one:
+        no guard, and no group closed empty."""
+        if self.peeling:
+            return []
         self.wait_for(_tiles_of(self.deferred), pending, [], pad)  # (never: checked in lower())
         call, g = self.mma_line(self.deferred, "held")
         pending.append(g)
         return [f"{pad}// {ir.format_op(self.deferred)}  [{which}: issued late so it runs under the softmax]",
-                f"{pad}if (held >= 0) {call}",
+                f"{pad}if (held >= 0) {call}" if guard else pad + call,
                 f"{pad}mma_commit();"]
 
     def consumer_loop(self, n: ir.Loop, depth: int, pending: List[_Group]) -> List[str]:
@@ -796,8 +800,15 @@ class WarpSpecializedLowering(Lowering):
             lines.append(f"{pad}const int {self.sym_name(n.index)}_stop = {stop};")
             stop = self.loop_stop = f"{self.sym_name(n.index)}_stop"
         outer, self.in_loop_body = self.in_loop_body, main
+        peel = main and self.peel
         first: List[_Group] = []
-        body(first)
+        if peel:  # the first iteration on its own, without the deferred mma
+            self.peeling = True
+            peeled = body(first)
+            self.peeling = False
+            body(first)
+        else:
+            body(first)
         state = [_Group(g.acc, g.a_reg, g.stage, g.reads) for g in first]
         text = body(state)
         self.in_loop_body = outer
@@ -812,7 +823,16 @@ class WarpSpecializedLowering(Lowering):
             for x in self.prefetch.values():  # the first iteration's copy
                 lines.append(f"{pad}{self.vec_load(x, self.var(x.outs[0]) + '_next', first)}"
                              "  // prefetched: the loop loads each next one")
-        lines.append(f"{pad}for (int {i} = {self.expr(n.start)}; {i} < {stop}; ++{i}) {{")
+        start = self.expr(n.start)
+        if peel:
+            lines.append(f"{pad}if ({start} < {stop}) {{  // the first iteration, peeled: no deferred mma before it")
+            lines.append(f"{pad}  const int {i} = {start};")
+            lines += peeled
+            lines.append(f"{pad}}}")
+            e = ir.as_expr(n.start)
+            start = (str(e.value + 1) if isinstance(e, ir.Const) else f"{start} + 1" if isinstance(e, ir.Sym)
+                     else f"({start}) + 1")
+        lines.append(f"{pad}for (int {i} = {start}; {i} < {stop}; ++{i}) {{")
         lines += text
         lines.append(f"{pad}}}")
         pending[:] = state
@@ -1040,6 +1060,10 @@ class WarpSpecializedLowering(Lowering):
             self.hoisted, self.loop_body = [], list(self.loop.body)
             loop_mmas = [x for x in self.loop_body if isinstance(x, ir.Op) and x.name == "mma"]
             self.plan_rotation(loop_mmas)
+        # the rotated loop's first iteration emitted on its own (option `peel`, off until measured): the
+        # other iterations then issue the deferred mma unguarded, and ptxas has no group to close empty
+        self.peel = bool(self.options.get("peel", False)) and self.deferred is not None
+        self.peeling = False
         self.plan_fold()
         self.plan_prefetch()
         self.plan_early_release()
@@ -1112,7 +1136,7 @@ class WarpSpecializedLowering(Lowering):
         tags = [("pp", self.pingpong), ("rot", self.deferred is not None), ("h", self.hoisted),
                 ("np", not self.persistent), ("f", self.fold), ("w", self.window_bytes),
                 ("t", self.tree_max), ("pf", bool(self.prefetch)), ("d2", self.ds_stages == 2), ("r", self.reducer),
-                ("ws", self.options.get("whole_tile_stores", False))]
+                ("ws", self.options.get("whole_tile_stores", False)), ("pl", self.peel)]
         name = "tiles_{}_hopper_{}_{}_s{}c{}{}".format(
             k.name, "_".join(f"{a}{int(v) if isinstance(v, bool) else v}" for a, v in k.constexprs.items()),
             k.params[0].dtype.name, self.stages, self.consumers, "".join(t for t, on in tags if on))
