@@ -303,16 +303,17 @@ def test_whole_tiles_are_stored_without_a_test_a_pair(tmp_path):
 
 @pytest.mark.parametrize("kernel,D", [("fwd", 128), ("fwd", 64), ("dq", 128), ("dkdv", 64)])
 def test_peeled_first_iteration(kernel, D, tmp_path):
-    """peel: the rotated loop's first iteration is emitted on its own, without the deferred mma; the
-    loop from the second on issues it unguarded. One empty HGMMA.64x8x16 fewer in the SASS (ptxas's
+    """peel (on for dK/dV at D = 64): the rotated loop's first iteration is emitted on its own, without
+    the deferred mma; the loop from the second on issues it unguarded. One empty HGMMA.64x8x16 fewer in the SASS (ptxas's
     close of the group the guard may leave empty), no spill."""
     from sass import disassemble
     from test_compile import assert_no_spills
 
     name = {"fwd": "attention_fwd", "dq": "attention_bwd_dq", "dkdv": "attention_bwd_dkdv"}[kernel]
     opts = WarpSpecializedLowering.SCHEDULES.get((name, D)) or {}
-    plain = _lower(D=D, causal=True, kernel=kernel, launched=True, options=opts)
+    plain = _lower(D=D, causal=True, kernel=kernel, launched=True, options={**opts, "peel": False})
     peeled = _lower(D=D, causal=True, kernel=kernel, launched=True, options={**opts, "peel": True})
+    assert opts.get("peel", False) == (kernel == "dkdv")  # launched peeled: dK/dV at D = 64 (session 16)
     body = peeled.source.split("consumers: everything else")[1]
     loop = body.split("// the first iteration, peeled: no deferred mma before it")[1]
     first, rest = loop.split("for (int kb = ", 1)

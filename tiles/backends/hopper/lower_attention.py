@@ -1060,8 +1060,9 @@ class WarpSpecializedLowering(Lowering):
             self.hoisted, self.loop_body = [], list(self.loop.body)
             loop_mmas = [x for x in self.loop_body if isinstance(x, ir.Op) and x.name == "mma"]
             self.plan_rotation(loop_mmas)
-        # the rotated loop's first iteration emitted on its own (option `peel`, off until measured): the
-        # other iterations then issue the deferred mma unguarded, and ptxas has no group to close empty
+        # the rotated loop's first iteration emitted on its own (option `peel`; on for dK/dV at D = 64,
+        # SCHEDULES): the other iterations then issue the deferred mma unguarded, and ptxas has no
+        # group to close empty
         self.peel = bool(self.options.get("peel", False)) and self.deferred is not None
         self.peeling = False
         self.plan_fold()
@@ -1189,7 +1190,11 @@ class WarpSpecializedLowering(Lowering):
                  # shapes, in two runs (bench/hopper_notes.md, session 13). The warpgroup index through a
                  # shuffle: off in session 14 (1-3.5 % slower then); on today's code (descriptor offsets)
                  # 2 % faster at 11 of 12 shapes, in two runs (session 15)
-                 ("attention_bwd_dkdv", 64): {"pingpong": True, "fold": False, "whole_tile_stores": True},
+                 ("attention_bwd_dkdv", 64): {"pingpong": True, "fold": False, "whole_tile_stores": True,
+                                              "peel": True},
+                 # the rotated loop's first iteration peeled: dK/dV at D = 64 1.03 / 1.09 / 1.14x at
+                 # S = 512 / 2k / 16k non-causal, 1.00-1.01x causal (session 16); the forward and dQ
+                 # within -6 to +3 %, dK/dV at D = 128 0.77-0.91x (ptxas serializes its wgmmas)
                  # dK and dV stored without a test a pair where the tile is whole: faster at 15 of 16
                  # shapes, by up to 6 % (session 16); the forward was up to 4 % slower with it and dQ
                  # -3 to +2 %, so off there
