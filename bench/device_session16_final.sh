@@ -2,7 +2,9 @@
 # Session 16's closing call: the GPU test suites, compute-sanitizer over the attention workloads (dK/dV
 # now loads LSE and Delta a block ahead and stores whole tiles untested) and over the fused backward,
 # then the standard benchmark.
-#   TILES_COMMIT=$(git rev-parse --short HEAD) sh bench/device_session16_final.sh
+#   TILES_COMMIT=<commit> sh bench/device_session16_final.sh
+# with <commit> typed in from the checkout that sends the tree (`git rev-parse --short HEAD` here): the
+# device copy's own git names the session's base, not the commit that travelled.
 . bench/device_env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
 timeout 220 python3 -m pytest -q -p no:cacheprovider -n 8 -W ignore tests/cdna_emu tests/portability tests/hopper \
