@@ -279,10 +279,11 @@ FOLD = {"base": {}, "nofold": {"fold": False}, "noearly": {"early_release": Fals
         # session 15: the backward's schedule choices again, on today's code
         "pp": {"pingpong": True}, "nopp": {"pingpong": False}, "fold": {"fold": True},
         "uniform": {"uniform_warpgroup": True}, "s2": {"stages": 2}, "s3": {"stages": 3},
-        "notree": {"tree_max": False},
-        "nopf": {"prefetch": False},
-        "tested": {"whole_tile_stores": False}, "whole": {"whole_tile_stores": True},  # session 16 (ops.h store)
-        "peel": {"peel": True}}  # session 16: the rotated loop's first iteration on its own  # session 16: LSE, Delta loaded at their own block, not one ahead  # the forward's row maximum as a chain (the tree is on since session 16)
+        # session 16: the row maximum as a chain (the tree is on since); LSE, Delta loaded at their own
+        # block, not one ahead; every stored pair tested, or none where the tile is whole (ops.h store);
+        # the rotated loop's first iteration on its own
+        "notree": {"tree_max": False}, "nopf": {"prefetch": False},
+        "tested": {"whole_tile_stores": False}, "whole": {"whole_tile_stores": True}, "peel": {"peel": True}}
 
 
 def schedule(seqs="512,1024,4096,16384", only=None, dims=(128, 64), kernels=("fwd", "dq", "dkdv")):

@@ -18,13 +18,9 @@ impl, direction = sys.argv[1], sys.argv[2]
 B, H, S, D, causal = map(int, sys.argv[3:8])
 table = "--table" in sys.argv
 if "--fused" in sys.argv:  # FUSED_OPTIONS=a,b turns those schedule options on for it
-    import os
+    from fused_options import use_fused
 
-    from tiles.backends.hopper.backend import HopperBackend
-    from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
-    HopperBackend.FUSED_BACKWARD = True
-    key = ("attention_bwd_fused", 128)
-    W.SCHEDULES[key] = {**W.SCHEDULES[key], **{o: True for o in os.environ.get("FUSED_OPTIONS", "").split(",") if o}}
+    use_fused()
 g = torch.Generator(device="cuda").manual_seed(0)
 q, k, v = (torch.randn(B, S, H, D, device="cuda", dtype=torch.bfloat16, generator=g).requires_grad_(direction == "bwd")
            for _ in range(3))

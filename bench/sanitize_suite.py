@@ -4,9 +4,10 @@ compute-sanitizer (memcheck, racecheck, synccheck, initcheck) runs over.
     compute-sanitizer --tool memcheck --report-api-errors no python3 bench/sanitize_suite.py [--only attention]
 
 `--only fused` runs the backward through attention_bwd_fused (dQ added by the reducer warp's TMA
-reduces), causal and not, with GQA and tails. `--only attention` runs the attention workloads alone, with one more whose grids hold more programs
-than the GPU has SMs, so that persistent CTAs walk several (the causal pairs, the turns that run on
-across programs, Q released in a program's last iteration). `--only gemm_fp8` runs the fp8 GEMM with
+reduces), causal and not, with GQA and tails. `--only attention` runs the attention workloads alone,
+with one more whose grids hold more programs than the GPU has SMs, so that persistent CTAs walk
+several (the causal pairs, the turns that run on across programs, Q released in a program's last
+iteration). `--only gemm_fp8` runs the fp8 GEMM with
 its last tiles split along K (stream-K): at an issue shape where the launcher splits them, and on grids
 of a few CTAs, at both tile widths and with 192-row tiles, where tiles split into many shares; and once
 in the transposed storage (the K-major copies of transpose.py).
@@ -26,14 +27,9 @@ only = sys.argv[2] if sys.argv[1:2] == ["--only"] else None
 if only not in (None, "attention", "gemm_fp8", "fused"):
     sys.exit(f"--only takes attention, gemm_fp8 or fused, got {only!r}")
 if only == "fused":  # FUSED_OPTIONS=a,b turns those schedule options on for it
-    import os
+    from fused_options import use_fused
 
-    from tiles.backends.hopper.backend import HopperBackend
-    from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
-
-    HopperBackend.FUSED_BACKWARD = True
-    key = ("attention_bwd_fused", 128)
-    W.SCHEDULES[key] = {**W.SCHEDULES[key], **{o: True for o in os.environ.get("FUSED_OPTIONS", "").split(",") if o}}
+    use_fused()
     for (Sq, Sk), causal in (((300, 190), True), ((200, 333), False), ((700, 700), True)):
         q = torch.randn(1, Sq, 4, 128, device=dev, dtype=torch.bfloat16, requires_grad=True)
         k = torch.randn(1, Sk, 2, 128, device=dev, dtype=torch.bfloat16, requires_grad=True)

@@ -247,7 +247,7 @@ def test_fused_backward_after_flashattention3():
     assert "for (int w = 0; w < CONSUMERS; ++w) arch::bar_arrive(4 + 2 * w, 128 + 32);" in red  # start empty
     assert "arch::bar_sync(5 + 2 * w, 128 + 32);" in red and "reduce_add_async(&map_dQacc, S.dq_red[w], 0 + w * WG_ROWS" in red
     assert red.index("arch::tma_store_wait_read<0>();") < red.rindex("arch::bar_arrive(4 + 2 * w, 128 + 32);")
-    # as many hand-backs as takes: the consumers' last wait, after the loops, meets the reducer's last one
+    # every hand-over is answered: the consumers' last wait, after the loops, meets the reducer's last hand-back
     assert body.rstrip().endswith("arch::bar_sync(4 + 2 * cw, 128 + 32);  // the reducer has read this program's "
                                   "last staging tile\n    }\n  }\n}")
     old = _lower(D=128, causal=True, kernel="fused", launched=True,
