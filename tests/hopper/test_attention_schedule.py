@@ -366,3 +366,55 @@ def test_peeled_loop_gives_the_same_bits_on_the_gpu(D):
         for a, b in zip(outs[False], outs[True]):
             assert torch.equal(a, b)
         assert torch.isfinite(outs[True][0]).all() and torch.isfinite(outs[True][2]).all()
+
+
+@pytest.mark.parametrize("D", [64, 128])
+def test_column_vectors_in_fragment_order(D, tmp_path):
+    """frag_col_vectors (prepared in session 16, off until measured): dK/dV's LSE and Delta kept in
+    fragment order, each lane the 16 columns its fragments hold, so the column broadcasts need no
+    shuffle; the prefetch's second copies would then spill, so it runs without them."""
+    from sass import disassemble
+    from test_compile import assert_no_spills
+
+    opts = {**(WarpSpecializedLowering.SCHEDULES.get(("attention_bwd_dkdv", D)) or {}), "frag_col_vectors": True,
+            "prefetch": False}
+    low = _lower(D=D, causal=True, kernel="dkdv", launched=True, options=opts)
+    assert "cv<64, true> lse;" in low.source and "cv<64, true> delta;" in low.source and low.entry.endswith("fc")
+    runtime = needs.nvrtc()
+    c = runtime.compile_cuda(low.source, name=low.entry + ".cu", cache=False)
+    assert_no_spills(c, low.entry, tmp_path)
+    plain = _lower(D=D, causal=True, kernel="dkdv", launched=True, options={**opts, "frag_col_vectors": False})
+    shuffles = {}
+    for tag, lw in (("frag", low), ("plain", plain)):
+        cc = c if lw is low else runtime.compile_cuda(lw.source, name=lw.entry + ".cu", cache=False)
+        shuffles[tag] = disassemble(cc.cubin, tmp_path).count("SHFL.IDX")
+    # the broadcasts' shuffles go; what stays is the warpgroup index's (uniform_warpgroup)
+    assert shuffles["frag"] + 32 <= shuffles["plain"], shuffles
+
+
+@pytest.mark.parametrize("D", [64, 128])
+def test_column_vectors_in_fragment_order_give_the_same_bits_on_the_gpu(D):
+    """A broadcast from this lane's register or through a shuffle hands over the same value: dK and dV
+    agree to the bit (GQA, tails, causal and not)."""
+    needs.hopper_gpu()
+    from tiles.kernels import attention_bwd_dkdv
+
+    g = torch.Generator().manual_seed(D + 3)
+    B, Sq, Sk, H, Hkv = 2, 1000, 1300, 8, 2
+    q, do = (torch.randn(B, Sq, H, D, generator=g).bfloat16().cuda() for _ in range(2))
+    k, v = (torch.randn(B, Sk, Hkv, D, generator=g).bfloat16().cuda() for _ in range(2))
+    lse = (torch.rand(B, H, Sq, generator=g) * 4 + 4).cuda()
+    delta = torch.randn(B, H, Sq, generator=g).cuda()
+    W = WarpSpecializedLowering
+    for causal in (False, True):
+        outs = {}
+        for frag in (False, True):
+            dk, dv = torch.full_like(k, math.nan), torch.full_like(v, math.nan)
+            opts = {**(W.SCHEDULES.get(("attention_bwd_dkdv", D)) or {}), "frag_col_vectors": frag, "prefetch": False}
+            go = W.prepare(attention_bwd_dkdv, q, k, v, do, lse, delta, dk, dv, D ** -0.5, causal=causal, D=D,
+                           options=opts, **W.config("attention_bwd_dkdv", D=D))
+            go()
+            outs[frag] = (dk, dv)
+        torch.cuda.synchronize()
+        assert torch.isfinite(outs[True][0]).all() and torch.isfinite(outs[True][1]).all()
+        assert torch.equal(outs[False][0], outs[True][0]) and torch.equal(outs[False][1], outs[True][1])

@@ -52,7 +52,9 @@ The schedule (templates/attention.cu.j2) comes from the kernel's overlap pattern
   `ds_stages` keeps the shared tiles the consumers write (attention_bwd_fused's dS) in two copies,
   with one barrier a block; `reducer` hands a transposed store_add's TMA reduce to warp 1 of the
   producer warpgroup; `whole_tile_stores` (off; on for dK/dV in SCHEDULES) stores a tile that lies
-  wholly inside its tensor without testing each pair (ops.h).
+  wholly inside its tensor without testing each pair (ops.h); `peel` (on for dK/dV at D = 64) emits
+  the rotated loop's first iteration on its own; `frag_col_vectors` (off: prepared in session 16,
+  not yet measured) keeps column vectors in fragment order, with no shuffle to broadcast them.
   bench/hopper_notes.md has the measurements behind each default.
 
 Scalars (program ids, sizes, strides, loop bounds, mask offsets) are the IR's own expressions rendered
@@ -176,7 +178,7 @@ class WarpSpecializedLowering(Lowering):
         # launch-time overrides (benchmark variants): stages, consumers, pingpong
         known = {"stages", "consumers", "pingpong", "rotate", "hoist", "persistent", "order", "fold", "early_release",
                  "window", "continuous_turns", "uniform_warpgroup", "tree_max", "prefetch", "ds_stages",
-                 "reducer", "whole_tile_stores", "peel"}
+                 "reducer", "whole_tile_stores", "peel", "frag_col_vectors"}
         unknown = set(self.options) - known
         if unknown:
             self._fail(f"unknown options {sorted(unknown)} (known: {sorted(known)})")
@@ -1093,11 +1095,14 @@ class WarpSpecializedLowering(Lowering):
             elif t.kind == "reg":
                 decls.append(f"rt<{CTYPE[t.dtype.name]}, WG_ROWS, {t.cols}> {self.var(t)};  // {t.type_str()}")
             elif t.kind == "vec" and t in self.flipped:
-                decls.append(f"cv<{t.rows}> {self.var(t)};  // {t.type_str()}, along the columns of the transposed tiles")
+                frag = ", true" if self.options.get("frag_col_vectors", False) else ""
+                decls.append(f"cv<{t.rows}{frag}> {self.var(t)};  // {t.type_str()}, along the columns of the transposed "
+                             f"tiles{', in fragment order' if frag else ''}")
             elif t.kind == "vec":
                 decls.append(f"rv<WG_ROWS> {self.var(t)};  // {t.type_str()}")
             if any(x.outs[0] is t for x in self.prefetch.values()):
-                decls.append(f"{decls[-1].split(' ')[0]} {self.var(t)}_next;  // the next iteration's {t.name}, loaded ahead")
+                kind = decls[-1].split(f" {self.var(t)};")[0]
+                decls.append(f"{kind} {self.var(t)}_next;  // the next iteration's {t.name}, loaded ahead")
         if self.ds_stages == 2:
             decls.append("int dsb = 0;  // which copy of " + ", ".join(t.name for t in self.written) + " this block writes")
         consumer = self.consumer(k.body, 0, [])
@@ -1137,7 +1142,8 @@ class WarpSpecializedLowering(Lowering):
         tags = [("pp", self.pingpong), ("rot", self.deferred is not None), ("h", self.hoisted),
                 ("np", not self.persistent), ("f", self.fold), ("w", self.window_bytes),
                 ("t", self.tree_max), ("pf", bool(self.prefetch)), ("d2", self.ds_stages == 2), ("r", self.reducer),
-                ("ws", self.options.get("whole_tile_stores", False)), ("pl", self.peel)]
+                ("ws", self.options.get("whole_tile_stores", False)), ("pl", self.peel),
+                ("fc", self.options.get("frag_col_vectors", False) and bool(self.flipped))]
         name = "tiles_{}_hopper_{}_{}_s{}c{}{}".format(
             k.name, "_".join(f"{a}{int(v) if isinstance(v, bool) else v}" for a, v in k.constexprs.items()),
             k.params[0].dtype.name, self.stages, self.consumers, "".join(t for t, on in tags if on))

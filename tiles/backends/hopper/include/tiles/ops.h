@@ -212,36 +212,45 @@ __device__ __forceinline__ void row_max_scaled(rv<R>& v, const rt<float, R, C>& 
 
 // ================================================================ column broadcasts (cv, one value per tile column)
 // d[r, c] = f(t[r, c], v[c]). Pairs 2 j and 2 j + 1 of a fragment cover columns 8 j + 2 (l % 4) + {0, 1}
-// (rows r and r + 8): their two values come from the lanes that keep them, one shuffle each, and serve
-// every slice.
-template <int R, int C, typename F>
-__device__ __forceinline__ void map_col(rt<float, R, C>& d, const rt<float, R, C>& t, const cv<C>& v, F f) {
+// (rows r and r + 8): their two values come from the lanes that keep them, one shuffle each (or from
+// this lane, FRAG), and serve every slice.
+template <int R, int C, bool FRAG, typename F>
+__device__ __forceinline__ void map_col(rt<float, R, C>& d, const rt<float, R, C>& t, const cv<C, FRAG>& v, F f) {
   const int c = 2 * (arch::lane_id() & 3);
 #pragma unroll
   for (int j = 0; j < C / 8; ++j) {
-    // 8 j % 32 + 7 < 32: both columns sit in the same register of their lanes
-    const float y0 = arch::shfl(v.v[j / 4], 8 * j % 32 + c), y1 = arch::shfl(v.v[j / 4], 8 * j % 32 + c + 1);
+    float y0, y1;
+    if constexpr (FRAG) {  // this lane keeps them
+      y0 = v.v[2 * j], y1 = v.v[2 * j + 1];
+    } else {  // 8 j % 32 + 7 < 32: both columns sit in the same register of their lanes
+      y0 = arch::shfl(v.v[j / 4], 8 * j % 32 + c), y1 = arch::shfl(v.v[j / 4], 8 * j % 32 + c + 1);
+    }
 #pragma unroll
     for (int s = 0; s < d.slices; ++s)
 #pragma unroll
       for (int p = 2 * j; p < 2 * j + 2; ++p) d.v[s][p] = make_float2(f(t.v[s][p].x, y0), f(t.v[s][p].y, y1));
   }
 }
-template <int R, int C> __device__ __forceinline__ void add_col(rt<float, R, C>& d, const rt<float, R, C>& t, const cv<C>& v) {
+template <int R, int C, bool FRAG>
+__device__ __forceinline__ void add_col(rt<float, R, C>& d, const rt<float, R, C>& t, const cv<C, FRAG>& v) {
   map_col(d, t, v, [](float x, float y) { return x + y; });
 }
-template <int R, int C> __device__ __forceinline__ void sub_col(rt<float, R, C>& d, const rt<float, R, C>& t, const cv<C>& v) {
+template <int R, int C, bool FRAG>
+__device__ __forceinline__ void sub_col(rt<float, R, C>& d, const rt<float, R, C>& t, const cv<C, FRAG>& v) {
   map_col(d, t, v, [](float x, float y) { return x - y; });
 }
-template <int R, int C> __device__ __forceinline__ void mul_col(rt<float, R, C>& d, const rt<float, R, C>& t, const cv<C>& v) {
+template <int R, int C, bool FRAG>
+__device__ __forceinline__ void mul_col(rt<float, R, C>& d, const rt<float, R, C>& t, const cv<C, FRAG>& v) {
   map_col(d, t, v, [](float x, float y) { return x * y; });
 }
-template <int R, int C> __device__ __forceinline__ void div_col(rt<float, R, C>& d, const rt<float, R, C>& t, const cv<C>& v) {
+template <int R, int C, bool FRAG>
+__device__ __forceinline__ void div_col(rt<float, R, C>& d, const rt<float, R, C>& t, const cv<C, FRAG>& v) {
   map_col(d, t, v, [](float x, float y) { return y == 0.f ? 0.f : x / y; });
 }
 // exp2_scaled_row's form for a tile held transposed: d = 2^(scale·t − v[c])
-template <int R, int C>
-__device__ __forceinline__ void exp2_scaled_col(rt<float, R, C>& d, const rt<float, R, C>& t, float scale, const cv<C>& v) {
+template <int R, int C, bool FRAG>
+__device__ __forceinline__ void exp2_scaled_col(rt<float, R, C>& d, const rt<float, R, C>& t, float scale,
+                                                const cv<C, FRAG>& v) {
   map_col(d, t, v, [scale](float x, float y) { return arch::exp2(fmaf(x, scale, -y)); });
 }
 
@@ -345,40 +354,47 @@ template <typename U, int R> __device__ __forceinline__ void load(rv<R>& v, cons
     }
 }
 
-// Column vectors: the same vocabulary, over the lane's C / 32 values.
-template <int C, typename F> __device__ __forceinline__ void map(cv<C>& d, const cv<C>& a, F f) {
+// Column vectors: the same vocabulary, over the lane's values (either order).
+template <int C, bool G, typename F> __device__ __forceinline__ void map(cv<C, G>& d, const cv<C, G>& a, F f) {
 #pragma unroll
   for (int i = 0; i < d.per_lane; ++i) d.v[i] = f(a.v[i]);
 }
-template <int C> __device__ __forceinline__ void fill(cv<C>& d, float x) {
+template <int C, bool G> __device__ __forceinline__ void fill(cv<C, G>& d, float x) {
 #pragma unroll
   for (int i = 0; i < d.per_lane; ++i) d.v[i] = x;
 }
-template <int C> __device__ __forceinline__ void zero(cv<C>& d) { fill(d, 0.f); }
-#define TILES_CUNARY(name, expr) \
-  template <int C> __device__ __forceinline__ void name(cv<C>& d, const cv<C>& a) { map(d, a, [](float x) { return expr; }); }
+template <int C, bool G> __device__ __forceinline__ void zero(cv<C, G>& d) { fill(d, 0.f); }
+#define TILES_CUNARY(name, expr)                                                            \
+  template <int C, bool G> __device__ __forceinline__ void name(cv<C, G>& d, const cv<C, G>& a) { \
+    map(d, a, [](float x) { return expr; });                                                \
+  }
 TILES_UNARY_OPS(TILES_CUNARY)
 #undef TILES_CUNARY
-template <int C, typename F> __device__ __forceinline__ void map2(cv<C>& d, const cv<C>& a, const cv<C>& b, F f) {
+template <int C, bool G, typename F>
+__device__ __forceinline__ void map2(cv<C, G>& d, const cv<C, G>& a, const cv<C, G>& b, F f) {
 #pragma unroll
   for (int i = 0; i < d.per_lane; ++i) d.v[i] = f(a.v[i], b.v[i]);
 }
 #define TILES_CBINARY(name, expr)                                                                          \
-  template <int C> __device__ __forceinline__ void name(cv<C>& d, const cv<C>& a, const cv<C>& b) {       \
+  template <int C, bool G>                                                                                 \
+  __device__ __forceinline__ void name(cv<C, G>& d, const cv<C, G>& a, const cv<C, G>& b) {               \
     map2(d, a, b, [](float x, float y) { return expr; });                                                  \
   }                                                                                                        \
-  template <int C> __device__ __forceinline__ void name(cv<C>& d, const cv<C>& a, float y) {              \
+  template <int C, bool G> __device__ __forceinline__ void name(cv<C, G>& d, const cv<C, G>& a, float y) { \
     map(d, a, [y](float x) { return expr; });                                                              \
   }
 TILES_BINARY_OPS(TILES_CBINARY)
 #undef TILES_CBINARY
 // v[c] = src[(col0 + c) * stride], 0 past n: lane l reads columns l, l + 32, ... (a warp's reads are
-// consecutive; the four warps read the same addresses and L1 serves the repeats).
-template <typename U, int C> __device__ __forceinline__ void load(cv<C>& v, const U* src, long long stride, int n, int col0) {
+// consecutive; the four warps read the same addresses and L1 serves the repeats). FRAG: each lane reads
+// the columns its fragments hold, 8 j + 2 (l % 4) + {0, 1} (the 8 lanes that share them, and the four
+// warps, read the same addresses).
+template <typename U, int C, bool FRAG>
+__device__ __forceinline__ void load(cv<C, FRAG>& v, const U* src, long long stride, int n, int col0) {
   const int l = arch::lane_id();
 #pragma unroll
   for (int i = 0; i < v.per_lane; ++i) {
-    const int c = 32 * i + l;
+    const int c = FRAG ? 8 * (i / 2) + 2 * (l & 3) + (i & 1) : 32 * i + l;
     v.v[i] = (c < C && col0 + c < n) ? arch::to_float(src[(long long)(col0 + c) * stride]) : 0.f;
   }
 }

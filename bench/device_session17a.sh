@@ -1,0 +1,16 @@
+#!/bin/sh
+# Prepared in session 16 for the next device session (not yet run): dK/dV's LSE and Delta in fragment
+# order (lowering option frag_col_vectors, off until measured; no shuffle per broadcast, no prefetch:
+# its second copies would spill). Its GPU test (the same bits), then dK/dV's sweep: the launched
+# kernel, without the prefetch alone (nopf), and in fragment order (fragcv). If fragcv beats the
+# launched kernel at most shapes and loses at none by more than noise, turn it on in SCHEDULES for
+# that head dim (with "prefetch": False) and rerun the standard suite's attention_bwd rows.
+#   sh bench/device_session17a.sh
+DEVICE_PYTHONPATH=tests/hopper:bench
+. bench/device_env.sh
+timeout 100 python3 -m pytest -q -p no:cacheprovider -W ignore tests/hopper/test_attention_schedule.py -k fragment \
+    -rfE --tb=short > "$OUT/tests.txt" 2>&1
+grep -E "^(FAILED|ERROR)|^E  |passed|failed" "$OUT/tests.txt" | cut -c1-300 | head -12
+timeout 240 python3 bench/hopper_tile_sweep.py --only schedule --kernels dkdv --seqs ${SEQS:-512,2048,16384} \
+    --variants nopf,fragcv --dims 64,128 > "$OUT/sweep.txt" 2>&1
+python3 bench/sweep_table.py "$OUT/sweep.txt"
