@@ -12,14 +12,7 @@ timeout 200 python3 -m pytest -q -p no:cacheprovider -W ignore tests/portability
 grep -E "^(FAILED|ERROR)|^E  |passed|failed" "$OUT/tests.txt" | cut -c1-300 | head -20
 WORKLOAD=fused TOOL_TIMEOUT=100 sh bench/device_sanitize.sh
 timeout 240 python3 bench/hopper_tile_sweep.py --only fused --seqs 1024,4096,16384 > "$OUT/fused.txt" 2>&1
-grep -E "^\{" "$OUT/fused.txt" | python3 -c "
-import json, sys
-for l in sys.stdin:
-    r = json.loads(l)
-    b = r['ms']['split']
-    print(r['causal'], r['S'], r['H'], r['Hkv'], 'split %.3f ms' % b, {n: round(b / t, 3) for n, t in r['ms'].items() if n != 'split'},
-          [n for n, ok in r['ok'].items() if not ok] or 'all ok')
-" || tail -5 "$OUT/fused.txt"
+python3 bench/fused_table.py "$OUT/fused.txt" || tail -5 "$OUT/fused.txt"
 timeout 200 python3 bench/hopper_tile_sweep.py --only schedule --kernels dkdv --seqs 1024,4096,16384 \
     --variants nopf --dims 64,128 > "$OUT/sweep.txt" 2>&1
 python3 bench/sweep_table.py "$OUT/sweep.txt"

@@ -1111,7 +1111,7 @@ class WarpSpecializedLowering(Lowering):
         shared = []
         for t in k.tiles:
             if t.kind == "shared":
-                n = "[STAGES]" if t in self.ring else "[2]" if self.var(t).endswith("[dsb]") else ""
+                n = "[STAGES]" if t in self.ring else "[2]" if self.ds_stages == 2 and t in self.written else ""
                 r, c = self.stored(t)
                 how = f", held transposed ({r}x{c})" if t in self.flipped else ""
                 shared.append(f"st<{CTYPE[t.dtype.name]}, {r}, {c}> {self.var(t)[2:].split('[')[0]}{n};  // {t.type_str()}{how}")
