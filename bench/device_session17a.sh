@@ -1,5 +1,6 @@
 #!/bin/sh
-# Prepared in session 16 for the next device session (not yet run): dK/dV's LSE and Delta in fragment
+# Prepared in session 16, run in session 17 (first call; bench/hopper_notes.md, session 17), and the
+# option it measured removed after, so it no longer runs as it stands: dK/dV's LSE and Delta in fragment
 # order (lowering option frag_col_vectors, off until measured; no shuffle per broadcast, no prefetch:
 # its second copies would spill). Its GPU test (the same bits), then dK/dV's sweep: the launched
 # kernel, without the prefetch alone (nopf), and in fragment order (fragcv). If fragcv beats the

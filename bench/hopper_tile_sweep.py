@@ -281,11 +281,12 @@ FOLD = {"base": {}, "nofold": {"fold": False}, "noearly": {"early_release": Fals
         "uniform": {"uniform_warpgroup": True}, "s2": {"stages": 2}, "s3": {"stages": 3},
         # session 16: the row maximum as a chain (the tree is on since); LSE, Delta loaded at their own
         # block, not one ahead; every stored pair tested, or none where the tile is whole (ops.h store);
-        # the rotated loop's first iteration on its own; column vectors in fragment order (no shuffles,
-        # no prefetch: its second copies would spill)
+        # the rotated loop's first iteration on its own
         "notree": {"tree_max": False}, "nopf": {"prefetch": False},
         "tested": {"whole_tile_stores": False}, "whole": {"whole_tile_stores": True}, "peel": {"peel": True},
-        "fragcv": {"frag_col_vectors": True, "prefetch": False}}
+        # session 17: 2 or 4 pairs of a row a global store, swapped in the quad first (ops.h store_wide)
+        "wd2": {"wide_stores": 2}, "wd4": {"wide_stores": 4}, "wd4ws": {"wide_stores": 4, "whole_tile_stores": True},
+        "wd0": {"wide_stores": 0}}  # (2 is the default since: a pair a store, as before)
 
 
 def schedule(seqs="512,1024,4096,16384", only=None, dims=(128, 64), kernels=("fwd", "dq", "dkdv")):
@@ -330,7 +331,7 @@ def schedule(seqs="512,1024,4096,16384", only=None, dims=(128, 64), kernels=("fw
                     if kname == "attention_bwd_dkdv":  # reads its one-shot K, V across the query-head loop
                         variants = {n: FOLD[n] for n in ("base", "nofold", "nocont", "nowindow", "nouniform", "pp", "nopp",
                                                          "fold", "uniform", "s2", "s3", "nopf", "tested", "whole", "peel",
-                                                         "fragcv")}
+                                                         "wd2", "wd4", "wd0")}
                     if only:
                         variants = {n: v for n, v in variants.items() if n in only}
                     if not causal:  # the L2 windows are a causal walk's

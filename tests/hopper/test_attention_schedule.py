@@ -289,8 +289,8 @@ def test_whole_tiles_are_stored_without_a_test_a_pair(tmp_path):
     for kernel, D in (("dkdv", 64), ("dkdv", 128), ("fused", 128)):
         assert "#define TILES_WHOLE_TILE_STORES" in _lower(D=D, causal=True, kernel=kernel, launched=True).source
     assert "TILES_WHOLE_TILE_STORES" not in _lower(D=128, causal=True, kernel="dq", launched=True).source
-    tested = _lower(D=128, causal=False)
-    whole = _lower(D=128, causal=False, options={"whole_tile_stores": True})
+    tested = _lower(D=128, causal=False, options={"wide_stores": 0})  # pair stores: the form counted below
+    whole = _lower(D=128, causal=False, options={"whole_tile_stores": True, "wide_stores": 0})
     assert "TILES_WHOLE_TILE_STORES" not in tested.source and whole.entry.endswith("ws")
     counts = {}
     for tag, lw in (("whole", whole), ("tested", tested)):
@@ -368,53 +368,70 @@ def test_peeled_loop_gives_the_same_bits_on_the_gpu(D):
         assert torch.isfinite(outs[True][0]).all() and torch.isfinite(outs[True][2]).all()
 
 
-@pytest.mark.parametrize("D", [64, 128])
-def test_column_vectors_in_fragment_order(D, tmp_path):
-    """frag_col_vectors (prepared in session 16, off until measured): dK/dV's LSE and Delta kept in
-    fragment order, each lane the 16 columns its fragments hold, so the column broadcasts need no
-    shuffle; the prefetch's second copies would then spill, so it runs without them."""
+@pytest.mark.parametrize("kernel,D", [("fwd", 128), ("fwd", 64), ("dkdv", 128), ("dkdv", 64)])
+@pytest.mark.parametrize("wide", [2, 4])
+def test_wide_stores(kernel, D, wide, tmp_path):
+    """wide_stores = N (ops.h store_wide; 2 is the default): the quad's lanes swap pairs so that each
+    stores N pairs of one row at once, 8 or 16 bytes, where a pair a store writes half of each sector
+    (the form with wide_stores = 0). The SASS shows
+    the wide stores and the quad's shuffles, and no spill."""
     from sass import disassemble
     from test_compile import assert_no_spills
 
-    opts = {**(WarpSpecializedLowering.SCHEDULES.get(("attention_bwd_dkdv", D)) or {}), "frag_col_vectors": True,
-            "prefetch": False}
-    low = _lower(D=D, causal=True, kernel="dkdv", launched=True, options=opts)
-    assert "cv<64, true> lse;" in low.source and "cv<64, true> delta;" in low.source and low.entry.endswith("fc")
+    name = {"fwd": "attention_fwd", "dkdv": "attention_bwd_dkdv"}[kernel]
+    opts = WarpSpecializedLowering.SCHEDULES.get((name, D)) or {}
+    low = _lower(D=D, causal=True, kernel=kernel, launched=True, options={**opts, "wide_stores": wide})
+    assert f"#define TILES_WIDE_STORES {wide}" in low.source and f"wd{wide}" in low.entry
+    plain = _lower(D=D, causal=True, kernel=kernel, launched=True, options={**opts, "wide_stores": 0})
+    assert "TILES_WIDE_STORES" not in plain.source
     runtime = needs.nvrtc()
     c = runtime.compile_cuda(low.source, name=low.entry + ".cu", cache=False)
     assert_no_spills(c, low.entry, tmp_path)
-    plain = _lower(D=D, causal=True, kernel="dkdv", launched=True, options={**opts, "frag_col_vectors": False})
-    shuffles = {}
-    for tag, lw in (("frag", low), ("plain", plain)):
-        cc = c if lw is low else runtime.compile_cuda(lw.source, name=lw.entry + ".cu", cache=False)
-        shuffles[tag] = disassemble(cc.cubin, tmp_path).count("SHFL.IDX")
-    # the broadcasts' shuffles go; what stays is the warpgroup index's (uniform_warpgroup)
-    assert shuffles["frag"] + 32 <= shuffles["plain"], shuffles
+    sass = disassemble(c.cubin, tmp_path)
+    plain_sass = disassemble(runtime.compile_cuda(plain.source, name=plain.entry + ".cu", cache=False).cubin, tmp_path)
+    op = {2: "STG.E.64", 4: "STG.E.128"}[wide]
+    assert op in sass and op not in plain_sass
+    # a shuffle a word and round (log2 N rounds, half the words swapped in each): D / 4 words of a
+    # thread's row of the stored tile, the fewest of the kernels' stores
+    assert sass.count("SHFL.BFLY") >= plain_sass.count("SHFL.BFLY") + D // 4 * {2: 1, 4: 2}[wide] // 2
+
+
+def test_wide_stores_option_is_checked():
+    with pytest.raises(Exception, match="wide_stores"):
+        _lower(D=128, causal=False, options={"wide_stores": 3})
 
 
 @pytest.mark.parametrize("D", [64, 128])
-def test_column_vectors_in_fragment_order_give_the_same_bits_on_the_gpu(D):
-    """A broadcast from this lane's register or through a shuffle hands over the same value: dK and dV
-    agree to the bit (GQA, tails, causal and not)."""
+def test_wide_stores_give_the_same_bits_on_the_gpu(D):
+    """The same values reach the same addresses whichever store form carries them: the forward's O and
+    dK/dV agree to the bit, with tails (rows and a head dim stored through a strided view) and
+    outputs whose alignment sends the wide form back to pair stores."""
     needs.hopper_gpu()
     from tiles.kernels import attention_bwd_dkdv
 
-    g = torch.Generator().manual_seed(D + 3)
+    g = torch.Generator().manual_seed(D + 5)
     B, Sq, Sk, H, Hkv = 2, 1000, 1300, 8, 2
     q, do = (torch.randn(B, Sq, H, D, generator=g).bfloat16().cuda() for _ in range(2))
     k, v = (torch.randn(B, Sk, Hkv, D, generator=g).bfloat16().cuda() for _ in range(2))
-    lse = (torch.rand(B, H, Sq, generator=g) * 4 + 4).cuda()
+    lse_in = (torch.rand(B, H, Sq, generator=g) * 4 + 4).cuda()
     delta = torch.randn(B, H, Sq, generator=g).cuda()
     W = WarpSpecializedLowering
     for causal in (False, True):
-        outs = {}
-        for frag in (False, True):
-            dk, dv = torch.full_like(k, math.nan), torch.full_like(v, math.nan)
-            opts = {**(W.SCHEDULES.get(("attention_bwd_dkdv", D)) or {}), "frag_col_vectors": frag, "prefetch": False}
-            go = W.prepare(attention_bwd_dkdv, q, k, v, do, lse, delta, dk, dv, D ** -0.5, causal=causal, D=D,
-                           options=opts, **W.config("attention_bwd_dkdv", D=D))
-            go()
-            outs[frag] = (dk, dv)
-        torch.cuda.synchronize()
-        assert torch.isfinite(outs[True][0]).all() and torch.isfinite(outs[True][1]).all()
-        assert torch.equal(outs[False][0], outs[True][0]) and torch.equal(outs[False][1], outs[True][1])
+        for offset in (0, 2):  # 2: outputs 4 bytes past a 16-byte boundary (the pair stores' fallback)
+            outs = {}
+            for wide in (0, 2, 4):
+                fopts = {**(W.SCHEDULES.get(("attention_fwd", D)) or {}), "wide_stores": wide}
+                buf = torch.full((B * Sq * H * D + offset,), math.nan, dtype=torch.bfloat16, device="cuda")
+                o = buf[offset:].view(B, Sq, H, D)
+                lse = torch.full((B, H, Sq), math.nan, device="cuda")
+                W.prepare(attention_fwd, q, k, v, o, lse, D ** -0.5, causal=causal, D=D, options=fopts, **W.config("attention_fwd", D=D))()
+                bopts = {**(W.SCHEDULES.get(("attention_bwd_dkdv", D)) or {}), "wide_stores": wide}
+                kbuf = torch.full((2, B * Sk * Hkv * D + offset), math.nan, dtype=torch.bfloat16, device="cuda")
+                dk, dv = (kbuf[i, offset:].view(B, Sk, Hkv, D) for i in range(2))
+                W.prepare(attention_bwd_dkdv, q, k, v, do, lse_in, delta, dk, dv, D ** -0.5, causal=causal, D=D,
+                          options=bopts, **W.config("attention_bwd_dkdv", D=D))()
+                outs[wide] = (o, lse, dk, dv)
+            torch.cuda.synchronize()
+            assert all(torch.isfinite(t).all() for t in outs[0])
+            for wide in (2, 4):
+                assert all(torch.equal(a, b) for a, b in zip(outs[0], outs[wide])), (causal, offset, wide)

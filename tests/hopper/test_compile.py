@@ -30,6 +30,8 @@ CONFIGS = {
     "no_cluster_regs_epilogue": (("bf16", "bf16"), {"cluster": 1, "epilogue": "regs"}),
     "b_kmajor": (("bf16", "bf16"), {"b_kmajor": True, "cluster": 1}),
     "256x128": (("bf16", "bf16"), {"BM": 256, "BN": 128, "cluster": 1, "epilogue": "regs"}),
+    "regs_epilogue_wide2": (("bf16", "bf16"), {"epilogue": "regs", "wide_stores": 2}),  # ops.h store_wide
+    "regs_epilogue_wide4": (("bf16", "bf16"), {"epilogue": "regs", "wide_stores": 4}),
 }
 
 
@@ -70,6 +72,9 @@ def test_sass_has_hopper_instructions(compiled, tmp_path):
         assert "UTMALDG.2D.MULTICAST" in sass
     if kern.cfg["epilogue"] == "tma":
         assert "UTMASTG.2D" in sass
+    wide = {0: "STG.E ", 2: "STG.E.64", 4: "STG.E.128"}[kern.cfg["wide_stores"]]
+    if kern.cfg["epilogue"] == "regs":  # 16-bit outputs here: a pair is 4 bytes
+        assert wide in sass, f"the epilogue's {wide.strip()} stores"
     assert "SYNCS.ARRIVE.TRANS64" in sass and "SYNCS.PHASECHK" in sass
     assert "USETMAXREG.DEALLOC" in sass and "USETMAXREG.TRY_ALLOC" in sass
     assert not re.search(r"\b(LDL|STL)\b", sass), "local memory traffic (spills or indexed registers)"

@@ -34,7 +34,8 @@ def _lowered(**options):
                                      {"BN": 256, "schedule": "pingpong", "epilogue": "regs"},
                                      {"BN": 256, "schedule": "pingpong", "cluster": 2},
                                      {"BM": 192}, {"BM": 192, "stream_k": True}, {"BM": 192, "epilogue": "regs"},
-                                     {"clamp_scales": False}])
+                                     {"clamp_scales": False}, {"epilogue": "regs", "wide_stores": 2},
+                                     {"BN": 256, "schedule": "pingpong", "epilogue": "regs", "wide_stores": 4}])
 def test_lowers_and_compiles_with_qgmma(options, tmp_path):
     low = _lowered(**options)
     assert "mma(part, a, b, tb=True, accumulate=False)" in low.source  # the tile program, quoted
@@ -46,6 +47,8 @@ def test_lowers_and_compiles_with_qgmma(options, tmp_path):
     for needle in ("UTMALDG.2D", "SYNCS", "USETMAXREG"):
         assert needle in sass, needle
     assert "LDL" not in sass and "STL" not in sass
+    if options.get("wide_stores"):  # ops.h store_wide: 2 or 4 pairs of a row a store
+        assert {2: "STG.E.64", 4: "STG.E.128"}[options["wide_stores"]] in sass
 
 
 def test_f32_output_compiles():

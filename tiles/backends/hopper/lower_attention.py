@@ -52,9 +52,9 @@ The schedule (templates/attention.cu.j2) comes from the kernel's overlap pattern
   `ds_stages` keeps the shared tiles the consumers write (attention_bwd_fused's dS) in two copies,
   with one barrier a block; `reducer` hands a transposed store_add's TMA reduce to warp 1 of the
   producer warpgroup; `whole_tile_stores` (off; on for dK/dV in SCHEDULES) stores a tile that lies
-  wholly inside its tensor without testing each pair (ops.h); `peel` (on for dK/dV at D = 64) emits
-  the rotated loop's first iteration on its own; `frag_col_vectors` (off: prepared in session 16,
-  not yet measured) keeps column vectors in fragment order, with no shuffle to broadcast them.
+  wholly inside its tensor without testing each pair (ops.h); `wide_stores` = 2 (the default) or 4
+  stores that many pairs of a row at once, after the lanes of a quad swap them (ops.h store_wide; 0:
+  a pair a store); `peel` (on for dK/dV at D = 64) emits the rotated loop's first iteration on its own.
   bench/hopper_notes.md has the measurements behind each default.
 
 Scalars (program ids, sizes, strides, loop bounds, mask offsets) are the IR's own expressions rendered
@@ -178,10 +178,16 @@ class WarpSpecializedLowering(Lowering):
         # launch-time overrides (benchmark variants): stages, consumers, pingpong
         known = {"stages", "consumers", "pingpong", "rotate", "hoist", "persistent", "order", "fold", "early_release",
                  "window", "continuous_turns", "uniform_warpgroup", "tree_max", "prefetch", "ds_stages",
-                 "reducer", "whole_tile_stores", "peel", "frag_col_vectors"}
+                 "reducer", "whole_tile_stores", "peel", "wide_stores"}
         unknown = set(self.options) - known
         if unknown:
             self._fail(f"unknown options {sorted(unknown)} (known: {sorted(known)})")
+        # pairs of a row a global store from registers (ops.h store_wide). 2 (8 bytes, whole sectors) over
+        # 1: forward 1.01-1.19x at D = 128, dK/dV 0.99-1.23x, most at short sequences, where each
+        # program stores its tile after few key blocks; 4 (16 bytes) within 1 % of it (session 17)
+        self.wide_stores = int(self.options.get("wide_stores", 2))
+        if self.wide_stores not in (0, 2, 4):
+            self._fail(f"option wide_stores={self.options['wide_stores']!r}: 0 (a pair a store), 2 or 4 pairs a store")
         self.persistent = bool(self.options.get("persistent", True))
         # +0.8 to +4.2 % at all 12 forward shapes on the H200 (session 16, bench/hopper_notes.md)
         self.tree_max = bool(self.options.get("tree_max", True))
@@ -1095,9 +1101,7 @@ class WarpSpecializedLowering(Lowering):
             elif t.kind == "reg":
                 decls.append(f"rt<{CTYPE[t.dtype.name]}, WG_ROWS, {t.cols}> {self.var(t)};  // {t.type_str()}")
             elif t.kind == "vec" and t in self.flipped:
-                frag = ", true" if self.options.get("frag_col_vectors", False) else ""
-                decls.append(f"cv<{t.rows}{frag}> {self.var(t)};  // {t.type_str()}, along the columns of the transposed "
-                             f"tiles{', in fragment order' if frag else ''}")
+                decls.append(f"cv<{t.rows}> {self.var(t)};  // {t.type_str()}, along the columns of the transposed tiles")
             elif t.kind == "vec":
                 decls.append(f"rv<WG_ROWS> {self.var(t)};  // {t.type_str()}")
             if any(x.outs[0] is t for x in self.prefetch.values()):
@@ -1139,18 +1143,17 @@ class WarpSpecializedLowering(Lowering):
             sig += [f"long long {self.sym_name(s)}" for s in P.strides]
         sig += [f"float {self.sym_name(s)}" for s in k.scalars]
         BM = self.BM
-        tags = [("pp", self.pingpong), ("rot", self.deferred is not None), ("h", self.hoisted),
+        tags = [(f"wd{self.wide_stores}", self.wide_stores), ("pp", self.pingpong), ("rot", self.deferred is not None), ("h", self.hoisted),
                 ("np", not self.persistent), ("f", self.fold), ("w", self.window_bytes),
                 ("t", self.tree_max), ("pf", bool(self.prefetch)), ("d2", self.ds_stages == 2), ("r", self.reducer),
-                ("ws", self.options.get("whole_tile_stores", False)), ("pl", self.peel),
-                ("fc", self.options.get("frag_col_vectors", False) and bool(self.flipped))]
+                ("ws", self.options.get("whole_tile_stores", False)), ("pl", self.peel)]
         name = "tiles_{}_hopper_{}_{}_s{}c{}{}".format(
             k.name, "_".join(f"{a}{int(v) if isinstance(v, bool) else v}" for a, v in k.constexprs.items()),
             k.params[0].dtype.name, self.stages, self.consumers, "".join(t for t, on in tags if on))
         ctx = dict(name=name, ir_text=k.text(), ir_name=k.name, pattern=k.pattern.describe(), BM=BM,
                    WG_ROWS=self.WG_ROWS, consumers=self.consumers, stages=self.stages, pingpong=self.pingpong,
                    n_once=max(1, len(self.once)), shared=shared, sig=sig, decls=decls, producer=producer, reducer=reducer,
-                   whole_tile_stores=self.options.get("whole_tile_stores", False),
+                   whole_tile_stores=self.options.get("whole_tile_stores", False), wide_stores=self.wide_stores,
                    consumer=consumer, consumer_pre=pre, consumer_post=post, maps=[m for _, m, _, _ in params],
                    producer_regs=24 if self.consumers <= 2 else 32, consumer_regs=self.consumer_regs,
                    grid=[self.expr(g) for g in k.grid], persistent=self.persistent,

@@ -91,6 +91,7 @@ __device__ __forceinline__ float rsqrt(float x) {
   return y;
 }
 __device__ __forceinline__ float shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
+__device__ __forceinline__ u32 shfl_xor(u32 v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
 __device__ __forceinline__ float shfl(float v, int src_lane) { return __shfl_sync(0xffffffffu, v, src_lane); }
 
 // ---------------------------------------------------------------- global memory (simt.h)

@@ -212,45 +212,36 @@ __device__ __forceinline__ void row_max_scaled(rv<R>& v, const rt<float, R, C>& 
 
 // ================================================================ column broadcasts (cv, one value per tile column)
 // d[r, c] = f(t[r, c], v[c]). Pairs 2 j and 2 j + 1 of a fragment cover columns 8 j + 2 (l % 4) + {0, 1}
-// (rows r and r + 8): their two values come from the lanes that keep them, one shuffle each (or from
-// this lane, FRAG), and serve every slice.
-template <int R, int C, bool FRAG, typename F>
-__device__ __forceinline__ void map_col(rt<float, R, C>& d, const rt<float, R, C>& t, const cv<C, FRAG>& v, F f) {
+// (rows r and r + 8): their two values come from the lanes that keep them, one shuffle each, and serve
+// every slice.
+template <int R, int C, typename F>
+__device__ __forceinline__ void map_col(rt<float, R, C>& d, const rt<float, R, C>& t, const cv<C>& v, F f) {
   const int c = 2 * (arch::lane_id() & 3);
 #pragma unroll
   for (int j = 0; j < C / 8; ++j) {
-    float y0, y1;
-    if constexpr (FRAG) {  // this lane keeps them
-      y0 = v.v[2 * j], y1 = v.v[2 * j + 1];
-    } else {  // 8 j % 32 + 7 < 32: both columns sit in the same register of their lanes
-      y0 = arch::shfl(v.v[j / 4], 8 * j % 32 + c), y1 = arch::shfl(v.v[j / 4], 8 * j % 32 + c + 1);
-    }
+    // 8 j % 32 + 7 < 32: both columns sit in the same register of their lanes
+    const float y0 = arch::shfl(v.v[j / 4], 8 * j % 32 + c), y1 = arch::shfl(v.v[j / 4], 8 * j % 32 + c + 1);
 #pragma unroll
     for (int s = 0; s < d.slices; ++s)
 #pragma unroll
       for (int p = 2 * j; p < 2 * j + 2; ++p) d.v[s][p] = make_float2(f(t.v[s][p].x, y0), f(t.v[s][p].y, y1));
   }
 }
-template <int R, int C, bool FRAG>
-__device__ __forceinline__ void add_col(rt<float, R, C>& d, const rt<float, R, C>& t, const cv<C, FRAG>& v) {
+template <int R, int C> __device__ __forceinline__ void add_col(rt<float, R, C>& d, const rt<float, R, C>& t, const cv<C>& v) {
   map_col(d, t, v, [](float x, float y) { return x + y; });
 }
-template <int R, int C, bool FRAG>
-__device__ __forceinline__ void sub_col(rt<float, R, C>& d, const rt<float, R, C>& t, const cv<C, FRAG>& v) {
+template <int R, int C> __device__ __forceinline__ void sub_col(rt<float, R, C>& d, const rt<float, R, C>& t, const cv<C>& v) {
   map_col(d, t, v, [](float x, float y) { return x - y; });
 }
-template <int R, int C, bool FRAG>
-__device__ __forceinline__ void mul_col(rt<float, R, C>& d, const rt<float, R, C>& t, const cv<C, FRAG>& v) {
+template <int R, int C> __device__ __forceinline__ void mul_col(rt<float, R, C>& d, const rt<float, R, C>& t, const cv<C>& v) {
   map_col(d, t, v, [](float x, float y) { return x * y; });
 }
-template <int R, int C, bool FRAG>
-__device__ __forceinline__ void div_col(rt<float, R, C>& d, const rt<float, R, C>& t, const cv<C, FRAG>& v) {
+template <int R, int C> __device__ __forceinline__ void div_col(rt<float, R, C>& d, const rt<float, R, C>& t, const cv<C>& v) {
   map_col(d, t, v, [](float x, float y) { return y == 0.f ? 0.f : x / y; });
 }
 // exp2_scaled_row's form for a tile held transposed: d = 2^(scale·t − v[c])
-template <int R, int C, bool FRAG>
-__device__ __forceinline__ void exp2_scaled_col(rt<float, R, C>& d, const rt<float, R, C>& t, float scale,
-                                                const cv<C, FRAG>& v) {
+template <int R, int C>
+__device__ __forceinline__ void exp2_scaled_col(rt<float, R, C>& d, const rt<float, R, C>& t, float scale, const cv<C>& v) {
   map_col(d, t, v, [scale](float x, float y) { return arch::exp2(fmaf(x, scale, -y)); });
 }
 
@@ -354,47 +345,40 @@ template <typename U, int R> __device__ __forceinline__ void load(rv<R>& v, cons
     }
 }
 
-// Column vectors: the same vocabulary, over the lane's values (either order).
-template <int C, bool G, typename F> __device__ __forceinline__ void map(cv<C, G>& d, const cv<C, G>& a, F f) {
+// Column vectors: the same vocabulary, over the lane's C / 32 values.
+template <int C, typename F> __device__ __forceinline__ void map(cv<C>& d, const cv<C>& a, F f) {
 #pragma unroll
   for (int i = 0; i < d.per_lane; ++i) d.v[i] = f(a.v[i]);
 }
-template <int C, bool G> __device__ __forceinline__ void fill(cv<C, G>& d, float x) {
+template <int C> __device__ __forceinline__ void fill(cv<C>& d, float x) {
 #pragma unroll
   for (int i = 0; i < d.per_lane; ++i) d.v[i] = x;
 }
-template <int C, bool G> __device__ __forceinline__ void zero(cv<C, G>& d) { fill(d, 0.f); }
-#define TILES_CUNARY(name, expr)                                                            \
-  template <int C, bool G> __device__ __forceinline__ void name(cv<C, G>& d, const cv<C, G>& a) { \
-    map(d, a, [](float x) { return expr; });                                                \
-  }
+template <int C> __device__ __forceinline__ void zero(cv<C>& d) { fill(d, 0.f); }
+#define TILES_CUNARY(name, expr) \
+  template <int C> __device__ __forceinline__ void name(cv<C>& d, const cv<C>& a) { map(d, a, [](float x) { return expr; }); }
 TILES_UNARY_OPS(TILES_CUNARY)
 #undef TILES_CUNARY
-template <int C, bool G, typename F>
-__device__ __forceinline__ void map2(cv<C, G>& d, const cv<C, G>& a, const cv<C, G>& b, F f) {
+template <int C, typename F> __device__ __forceinline__ void map2(cv<C>& d, const cv<C>& a, const cv<C>& b, F f) {
 #pragma unroll
   for (int i = 0; i < d.per_lane; ++i) d.v[i] = f(a.v[i], b.v[i]);
 }
 #define TILES_CBINARY(name, expr)                                                                          \
-  template <int C, bool G>                                                                                 \
-  __device__ __forceinline__ void name(cv<C, G>& d, const cv<C, G>& a, const cv<C, G>& b) {               \
+  template <int C> __device__ __forceinline__ void name(cv<C>& d, const cv<C>& a, const cv<C>& b) {       \
     map2(d, a, b, [](float x, float y) { return expr; });                                                  \
   }                                                                                                        \
-  template <int C, bool G> __device__ __forceinline__ void name(cv<C, G>& d, const cv<C, G>& a, float y) { \
+  template <int C> __device__ __forceinline__ void name(cv<C>& d, const cv<C>& a, float y) {              \
     map(d, a, [y](float x) { return expr; });                                                              \
   }
 TILES_BINARY_OPS(TILES_CBINARY)
 #undef TILES_CBINARY
 // v[c] = src[(col0 + c) * stride], 0 past n: lane l reads columns l, l + 32, ... (a warp's reads are
-// consecutive; the four warps read the same addresses and L1 serves the repeats). FRAG: each lane reads
-// the columns its fragments hold, 8 j + 2 (l % 4) + {0, 1} (the 8 lanes that share them, and the four
-// warps, read the same addresses).
-template <typename U, int C, bool FRAG>
-__device__ __forceinline__ void load(cv<C, FRAG>& v, const U* src, long long stride, int n, int col0) {
+// consecutive; the four warps read the same addresses and L1 serves the repeats).
+template <typename U, int C> __device__ __forceinline__ void load(cv<C>& v, const U* src, long long stride, int n, int col0) {
   const int l = arch::lane_id();
 #pragma unroll
   for (int i = 0; i < v.per_lane; ++i) {
-    const int c = FRAG ? 8 * (i / 2) + 2 * (l & 3) + (i & 1) : 32 * i + l;
+    const int c = 32 * i + l;
     v.v[i] = (c < C && col0 + c < n) ? arch::to_float(src[(long long)(col0 + c) * stride]) : 0.f;
   }
 }
@@ -412,8 +396,80 @@ __device__ __forceinline__ void each_pair(const rt<T, R, C>& t, int row0, int co
 #pragma unroll
     for (int p = 0; p < t.pairs; ++p) f(s, p, row0 + frag_row(th, s, p), col0 + frag_col(th, p));
 }
+// ---------------------------------------------------------------- wide stores (option wide_stores)
+// A fragment's pair is 4 bytes of a row, and the four lanes of a quad hold 16 consecutive bytes of it:
+// one st.global.b32 a pair writes 8 rows x 16 bytes a warp, half of each 32-byte sector. Lanes that
+// swap pairs first store N pairs at once (N = 2: 8 bytes, whole sectors; N = 4: 16 bytes, a quarter
+// of the instructions).
+// After quad_exchange<N>, lane q of a quad holds, in order, the N pairs at columns
+// 8 (N blk + q % N) + 2 N (q / N) + 0 .. 2 N - 1 of its row, where it held one pair of each of the N
+// column groups N blk .. N blk + N - 1 (blk: the caller's block of N groups). Rounds b = N/2 .. 1:
+// lanes q, q ^ b swap the words whose index has bit b unlike their own q; one shuffle a word in all.
+template <int N> __device__ __forceinline__ void quad_exchange(u32 (&w)[N]) {
+  const int q = arch::lane_id() & 3;
+#pragma unroll
+  for (int b = N / 2; b >= 1; b /= 2) {
+    const bool hi = q & b;
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) {
+      const int lo_k = i / b * 2 * b + i % b;  // the i-th word index with bit b clear; lo_k + b has it set
+      const u32 y = arch::shfl_xor(hi ? w[lo_k] : w[lo_k + b], b);
+      if (hi) w[lo_k] = y; else w[lo_k + b] = y;
+    }
+  }
+}
+template <int N> struct words_of;
+template <> struct words_of<2> { using type = uint2; static __device__ __forceinline__ uint2 make(const u32 (&w)[2]) { return make_uint2(w[0], w[1]); } };
+template <> struct words_of<4> {
+  using type = uint4;
+  static __device__ __forceinline__ uint4 make(const u32 (&w)[4]) { return make_uint4(w[0], w[1], w[2], w[3]); }
+};
+// dst[row0 + r, col0 + c] = src[r, c] (16-bit U), N pairs a store. False (nothing stored) where the
+// rows or the first column do not keep N pairs aligned; the caller then stores pair by pair.
+template <int N, typename U, typename T, int R, int C>
+__device__ __forceinline__ bool store_wide(U* dst, long long ld, int nrows, int ncols, const rt<T, R, C>& src, int row0,
+                                           int col0) {
+  static_assert(sizeof(U) == 2 && (N == 2 || N == 4) && C % (8 * N) == 0, "wide stores: 16-bit outputs, whole blocks of N groups");
+  if (ld % (2 * N) != 0 || col0 % (2 * N) != 0 || reinterpret_cast<unsigned long long>(dst) % (4 * N) != 0) return false;
+  const int th = wg_thread(), q = th & 3;
+#ifdef TILES_WHOLE_TILE_STORES
+  const bool whole = row0 + R <= nrows && col0 + C <= ncols;
+#else
+  constexpr bool whole = false;
+#endif
+#pragma unroll
+  for (int s = 0; s < src.slices; ++s)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int blk = 0; blk < C / (8 * N); ++blk) {
+        u32 w[N];
+#pragma unroll
+        for (int j = 0; j < N; ++j) w[j] = f2_to_pair<U>(load_pair<T>(src.v[s][2 * (N * blk + j) + h]));
+        quad_exchange<N>(w);  // every lane, before any test: the shuffles take the whole warp
+        const int r = row0 + frag_row(th, s, h), c = col0 + 8 * (N * blk + q % N) + 2 * N * (q / N);
+        U* at = dst + (long long)r * ld + c;
+        if (whole || (r < nrows && c + 2 * N <= ncols)) {
+          *reinterpret_cast<typename words_of<N>::type*>(at) = words_of<N>::make(w);
+        } else if (r < nrows) {  // the tile's last columns: element by element
+#pragma unroll
+          for (int j = 0; j < N; ++j) {
+            const float2 x = pair_to_f2<U>(w[j]);
+            if (c + 2 * j < ncols) at[2 * j] = arch::from_float<U>(x.x);
+            if (c + 2 * j + 1 < ncols) at[2 * j + 1] = arch::from_float<U>(x.y);
+          }
+        }
+      }
+  return true;
+}
+
 template <typename U, typename T, int R, int C>
 __device__ __forceinline__ void store(U* dst, long long ld, int nrows, int ncols, const rt<T, R, C>& src, int row0, int col0) {
+#ifdef TILES_WIDE_STORES  // (the lowering's option wide_stores: pairs a store)
+  if constexpr (sizeof(U) == 2 && C % (8 * TILES_WIDE_STORES) == 0) {
+    if (store_wide<TILES_WIDE_STORES>(dst, ld, nrows, ncols, src, row0, col0)) return;
+  }
+#endif
   const bool pair_ok = (ld % 2) == 0;
 #ifdef TILES_WHOLE_TILE_STORES  // (the lowering's option whole_tile_stores)
   if (pair_ok && row0 + R <= nrows && col0 + C <= ncols) {

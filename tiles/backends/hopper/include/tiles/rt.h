@@ -63,10 +63,9 @@ template <int R> struct rv {
 // the columns). Columns are not split over the warps, and the 8 lanes of a warp that share a column
 // would each keep a copy in the fragment order (C / 4 registers a thread); instead lane l of every
 // warp keeps columns l, l + 32, ... (C / 32 registers) and a broadcast fetches a pair's values with
-// two shuffles (ops.h map_col). FRAG: the fragment order after all, where the registers allow (v[2 j],
-// v[2 j + 1] are columns 8 j + 2 (l % 4) + {0, 1}): no shuffle, C / 4 registers.
-template <int C, bool FRAG = false> struct cv {
-  static constexpr int cols = C, per_lane = FRAG ? C / 4 : (C + 31) / 32;
+// two shuffles (ops.h map_col).
+template <int C> struct cv {
+  static constexpr int cols = C, per_lane = (C + 31) / 32;
   static_assert(C % 8 == 0, "column vector length must be a multiple of 8");
   float v[per_lane];
 };
