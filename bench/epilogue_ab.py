@@ -22,7 +22,7 @@ import hopper_gemm_tiles as ht
 
 BF16_SHAPES = [(1024, 1024, 1024), (4096, 4096, 4096), (8192, 8192, 8192), (16384, 8192, 8192), (8192, 8192, 2048),
                (4096, 14336, 4096)]
-EPILOGUES = {"regs": dict(epilogue="regs"), "regs_wd2": dict(epilogue="regs", wide_stores=2),
+EPILOGUES = {"tma": dict(epilogue="tma", wide_stores=0), "regs": dict(epilogue="regs", wide_stores=0), "regs_wd2": dict(epilogue="regs", wide_stores=2),
              "regs_wd4": dict(epilogue="regs", wide_stores=4)}
 
 
@@ -56,13 +56,13 @@ def fp8_gemm():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for M, N, K in fp8_ab.SHAPES:
         sets = [fp8.make_set(M, N, K, torch.device("cuda"), seed) for seed in range(2)]
-        cfg = fp8_ab.launched(M, N, K, sms)
+        cfg = fp8_ab.launched(M, N, K, sms)  # with BN = 128: stores from registers, 4 pairs a store (session 17)
         vs = {"launched": cfg, **{n: dict(cfg, **e) for n, e in EPILOGUES.items()}}
         src = lower_fp8.fp8_source(BM=cfg["BM"], BN=cfg["BN"], **{k: v for k, v in cfg.items() if k not in ("BM", "BN")})
-        deeper = dict(cfg, epilogue="regs", wide_stores=2, stages=src["cfg"]["stages"] + 1)
+        deeper = dict(cfg, epilogue="regs", wide_stores=4, stages=src["cfg"]["stages"] + 1)
         try:
             lower_fp8.fp8_source(BM=cfg["BM"], BN=cfg["BN"], **{k: v for k, v in deeper.items() if k not in ("BM", "BN")})
-            vs["regs_wd2_deeper"] = deeper
+            vs["regs_wd4_deeper"] = deeper
         except ValueError:
             pass
         fns, outs = {}, {}

@@ -29,7 +29,7 @@ DKDV = {"base": ({}, {}), "m128": ({"BM": 128}, {}), "n192": ({"BN": 192}, {}), 
 PREP = {"base": {}, "m128": {"BM": 128}, "m256": {"BM": 256}, "m16": {"BM": 16}}
 FWD = {"base": ({}, {}), "np": ({}, {"persistent": False}), "bn64": ({"BN": 64}, {}), "st2": ({}, {"stages": 2}),
        "nopp": ({}, {"pingpong": False}),
-       "bm128": ({"BM": 128}, {})}  # session 13: D = 64 with two consumer warpgroups taking turns (BM = 192 is its default)
+       "bm128": ({"BM": 128}, {}), "bm128n64": ({"BM": 128, "BN": 64}, {})}  # session 13: D = 64 with two consumer warpgroups taking turns (BM = 192 is its default)
 LN = {"base": {}, "m2": {"BM": 2}}  # m2 at 8 values a thread = the layout of the BM=2 default before
 
 

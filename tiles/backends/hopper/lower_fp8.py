@@ -223,6 +223,10 @@ class Fp8GemmLowering(Lowering):
             options.update(choose(A.shape[0], B.shape[0], A.shape[1], runtime.num_sms()))
             if options["BN"] == 256:
                 options["schedule"] = "pingpong"  # bench/hopper_fp8_notes.md, session 12
+            else:  # stores from registers, 4 pairs of a row a store (ops.h store_wide), over the TMA
+                # store: 1.002 / 1.014 / 1.015x at the three issue shapes with 128-wide tiles, 0.96 /
+                # 0.94x at the two with BN = 256 (H200, session 17, bench/epilogue_ab.py)
+                options.update(epilogue="regs", wide_stores=4)
         key = (id(kfn.trace(A, B, SA, SB, C, **kwargs)), tuple(sorted(options.items())))
         low = cls._lowered.get(key)
         if low is None:  # lowering renders a template: once per specialization, not per call
