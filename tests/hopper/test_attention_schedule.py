@@ -435,3 +435,16 @@ def test_wide_stores_give_the_same_bits_on_the_gpu(D):
             assert all(torch.isfinite(t).all() for t in outs[0])
             for wide in (2, 4):
                 assert all(torch.equal(a, b) for a, b in zip(outs[0], outs[wide])), (causal, offset, wide)
+
+
+def test_forward_tile_follows_the_problem():
+    """D = 64 takes 192 query rows (three warpgroups) but for causal problems of at most 1k queries,
+    which take 128 rows in two warpgroups taking turns (measured faster there, session 17)."""
+    W = WarpSpecializedLowering
+    assert W.config("attention_fwd", D=64) == {"BM": 192}
+    assert W.config("attention_fwd", D=64, causal=False, Sq=512, Sk=512) == {"BM": 192}
+    assert W.config("attention_fwd", D=64, causal=True, Sq=1024, Sk=1024) == {"BM": 128}
+    assert W.config("attention_fwd", D=64, causal=True, Sq=2048, Sk=2048) == {"BM": 192}
+    assert W.config("attention_fwd", D=128, causal=True, Sq=512, Sk=512) == {}
+    low = _lower(D=64, causal=True, launched=True, **W.config("attention_fwd", D=64, causal=True, Sq=512))
+    assert "BM128" in low.entry and "pp" in low.entry  # two consumer warpgroups taking turns

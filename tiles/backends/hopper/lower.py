@@ -110,6 +110,9 @@ class HopperLowering(Lowering):
         cfg = dict(BM=g["BM"], BN=g["BN"], BK=g["BK"], stages=stages, consumers=consumers)
         if "group" in self.k.constexprs:
             cfg["group_m"] = int(self.k.constexprs["group"])
+        if g["BN"] == 64:  # 128 x 64 tiles (small outputs): stores from registers, 4 pairs of a row a
+            # store (ops.h store_wide), 1.09x the TMA store at 1024^3 (H200, session 17, bench/epilogue_ab.py)
+            cfg.update(epilogue="regs", wide_stores=4)
         cfg.update(self.options)
         cfg = gemm_probe._fit_defaults(cfg, cfg.get("b_kmajor", False))  # e.g. no multicast for 128 x 64 tiles
         if "stages" not in self.options:

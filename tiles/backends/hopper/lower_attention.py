@@ -1183,8 +1183,13 @@ class WarpSpecializedLowering(Lowering):
         """Tile sizes the kernel leaves to the backend. The forward at D = 64 takes 192 query rows per
         program, one consumer warpgroup per 64 (FlashAttention-3's choice): the softmax, not the
         tensor cores, bounds D = 64, and a third warpgroup hides more of it. Measured on the H200
-        (bench/hopper_notes.md): +2 to +21% over 128 rows non-causal, -3 to +5% causal."""
+        (bench/hopper_notes.md): +2 to +21% over 128 rows non-causal, -3 to +5% causal. Causal
+        with at most 1k queries takes 128 rows in two warpgroups taking turns: 1.045 / 1.068x at
+        S = 512 / 1k, 0.97x at 2k (session 17); a short causal program is mostly its diagonal
+        block, and 192-row blocks mask more of it."""
         if kernel == "attention_fwd" and D == 64:
+            if problem.get("causal") and 0 < problem.get("Sq", 0) <= 1024:
+                return {"BM": 128}
             return {"BM": 192}
         if kernel == "attention_bwd_dq":
             # two consumer warpgroups of 64 query rows instead of one: 1.16-1.38x over BM = 64 on the
