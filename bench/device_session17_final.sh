@@ -5,10 +5,7 @@
 #   TILES_COMMIT=<commit> sh bench/device_session17_final.sh
 # with <commit> typed in from the checkout that sends the tree (`git rev-parse --short HEAD` there).
 . bench/device_env.sh
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
-timeout 220 python3 -m pytest -q -p no:cacheprovider -n 8 -W ignore tests/cdna_emu tests/portability tests/hopper \
-    tests/test_attention_fused.py tests/test_gemm_fp8.py -rfs --tb=short > "$OUT/tests.txt" 2>&1
-grep -E "^(FAILED|ERROR|XFAIL)|passed|failed" "$OUT/tests.txt" | cut -c1-200 | head -30
+. bench/device_gpu_suites.sh
 WORKLOAD=attention TOOLS="racecheck memcheck" TOOL_TIMEOUT=70 sh bench/device_sanitize.sh
 for tool in memcheck racecheck; do  # the default workload: every suite kernel at small shapes with tails
     echo "== $tool (default workload)" | tee -a "$OUT/sanitizer.txt"

@@ -65,17 +65,7 @@ def fp8_gemm():
             vs["regs_wd4_deeper"] = deeper
         except ValueError:
             pass
-        fns, outs = {}, {}
-        for label, c in vs.items():
-            gos = [lower_fp8.launcher(x["a"], x["b"], x["sa"], x["sb"], **c) for x in sets]
-            gos[0][1].fill_(float("nan"))
-            gos[0][0]()
-            outs[label] = gos[0][1].clone()
-            fns[label] = lambda i, gos=gos: gos[i % 2][0]()
-        fns["scaled_mm_rowwise"] = lambda i: torch._scaled_mm(sets[i % 2]["a"], sets[i % 2]["b"].t(),
-                                                              scale_a=sets[i % 2]["sa_row"], scale_b=sets[i % 2]["sb_row"],
-                                                              out_dtype=torch.bfloat16)
-        torch.cuda.synchronize()
+        fns, outs = fp8_ab.launch_all(sets, vs)
         same = {n: torch.equal(outs["launched"], o) for n, o in outs.items()}
         ms = ht.timed({n: f for n, f in fns.items() if same.get(n, True)}, rounds=11)
         print("launched", cfg, flush=True)
