@@ -1,4 +1,5 @@
 #!/bin/sh
+# (Run in session 17; the option it measured was removed after, measured neutral: bench/hopper_notes.md.)
 # Session 17, seventh call: the producer's waits for released stages with a sleep limit (option
 # idle_wait, tma.h wait_idle; off until measured). The sixth call's ncu counts showed the attention
 # producer re-testing its barrier millions of times (the system's limit is short), in issue slots its

@@ -1,4 +1,5 @@
 #!/bin/sh
+# (Run in session 17; the option it measured was removed after, measured neutral: bench/hopper_notes.md.)
 # Session 17, eighth call: the forward with the producer's sleep limit again (idle_wait), where the
 # seventh call saw 1.03-1.09x (D = 128, S = 4k) and elsewhere noise: D = 128 and 64 at S = 2k, 4k, 8k,
 # twice over.

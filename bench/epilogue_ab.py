@@ -1,9 +1,8 @@
 """Session 17: the GEMMs' epilogue, the TMA store they launch with against stores from registers, one
 pair a store and 2 or 4 pairs of a row a store (option wide_stores, ops.h store_wide), which made
-attention's kernels up to 1.23x faster (0.98-1.23x); with `idle`, the producer's waits with a sleep
-limit (option idle_wait, tma.h wait_idle) instead.
+attention's kernels up to 1.23x faster (0.98-1.23x).
 
-    PYTHONPATH=.:bench python3 bench/epilogue_ab.py [bf16,fp8] [idle]
+    PYTHONPATH=.:bench python3 bench/epilogue_ab.py [bf16,fp8]
 
 bf16 at the standard suite's GEMM shapes next to torch.matmul (cuBLAS); fp8 at the issue's five shapes
 next to row-wise torch._scaled_mm, with one more ring stage where the staging tiles' shared memory
@@ -23,9 +22,8 @@ import hopper_gemm_tiles as ht
 
 BF16_SHAPES = [(1024, 1024, 1024), (4096, 4096, 4096), (8192, 8192, 8192), (16384, 8192, 8192), (8192, 8192, 2048),
                (4096, 14336, 4096)]
-EPILOGUES = {"tma": dict(epilogue="tma", wide_stores=0), "regs": dict(epilogue="regs", wide_stores=0),
-             "regs_wd2": dict(epilogue="regs", wide_stores=2), "regs_wd4": dict(epilogue="regs", wide_stores=4)}
-IDLE = {"iw20us": dict(idle_wait=20_000), "iw1ms": dict(idle_wait=1_000_000)}
+EPILOGUES = {"tma": dict(epilogue="tma", wide_stores=0), "regs": dict(epilogue="regs", wide_stores=0), "regs_wd2": dict(epilogue="regs", wide_stores=2),
+             "regs_wd4": dict(epilogue="regs", wide_stores=4)}
 
 
 def _report(M, N, K, ms, same, base):
@@ -34,13 +32,13 @@ def _report(M, N, K, ms, same, base):
     print("   ", " ".join(f"{n}={flops / (t * 1e-3) / 1e12:.0f}({ms[base] / t:.3f})" for n, t in ms.items()), flush=True)
 
 
-def bf16(variants=EPILOGUES):
+def bf16():
     for M, N, K in BF16_SHAPES:
         g = torch.Generator(device="cuda").manual_seed(M + N + K)
         sets = [(torch.randn(M, K, device="cuda", generator=g).bfloat16(),
                  torch.randn(K, N, device="cuda", generator=g).bfloat16()) for _ in range(3)]
         launched = dict(BN=64, stages=8) if M * N <= 1024 * 1024 else {}  # what tiles.gemm picks (lower.py)
-        vs = {"launched": launched, **{n: dict(launched, **e) for n, e in variants.items()}}
+        vs = {"launched": launched, **{n: dict(launched, **e) for n, e in EPILOGUES.items()}}
         fns, outs = {"cublas": lambda i: torch.matmul(*sets[i % 3])}, {}
         for name, over in vs.items():
             gos = [gemm_probe.launcher(x, y, **over) for x, y in sets]
@@ -54,18 +52,17 @@ def bf16(variants=EPILOGUES):
         _report(M, N, K, ms, same, "cublas")
 
 
-def fp8_gemm(variants=EPILOGUES):
+def fp8_gemm():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for M, N, K in fp8_ab.SHAPES:
         sets = [fp8.make_set(M, N, K, torch.device("cuda"), seed) for seed in range(2)]
         cfg = fp8_ab.launched(M, N, K, sms)  # with BN = 128: stores from registers, 4 pairs a store (session 17)
-        vs = {"launched": cfg, **{n: dict(cfg, **e) for n, e in variants.items()}}
+        vs = {"launched": cfg, **{n: dict(cfg, **e) for n, e in EPILOGUES.items()}}
         src = lower_fp8.fp8_source(BM=cfg["BM"], BN=cfg["BN"], **{k: v for k, v in cfg.items() if k not in ("BM", "BN")})
         deeper = dict(cfg, epilogue="regs", wide_stores=4, stages=src["cfg"]["stages"] + 1)
         try:
             lower_fp8.fp8_source(BM=cfg["BM"], BN=cfg["BN"], **{k: v for k, v in deeper.items() if k not in ("BM", "BN")})
-            if variants is EPILOGUES:
-                vs["regs_wd4_deeper"] = deeper
+            vs["regs_wd4_deeper"] = deeper
         except ValueError:
             pass
         fns, outs = fp8_ab.launch_all(sets, vs)
@@ -76,6 +73,5 @@ def fp8_gemm(variants=EPILOGUES):
 
 
 if __name__ == "__main__":
-    chosen = IDLE if "idle" in sys.argv[2:] else EPILOGUES
     for part in (sys.argv[1] if len(sys.argv) > 1 else "bf16,fp8").split(","):
-        {"bf16": bf16, "fp8": fp8_gemm}[part](chosen)
+        {"bf16": bf16, "fp8": fp8_gemm}[part]()

@@ -286,9 +286,7 @@ FOLD = {"base": {}, "nofold": {"fold": False}, "noearly": {"early_release": Fals
         "tested": {"whole_tile_stores": False}, "whole": {"whole_tile_stores": True}, "peel": {"peel": True},
         # session 17: 2 or 4 pairs of a row a global store, swapped in the quad first (ops.h store_wide)
         "wd2": {"wide_stores": 2}, "wd4": {"wide_stores": 4}, "wd4ws": {"wide_stores": 4, "whole_tile_stores": True},
-        "wd0": {"wide_stores": 0},  # (2 is the default since: a pair a store, as before)
-        # the producer's waits for released stages with a sleep limit (tma.h wait_idle)
-        "iw20us": {"idle_wait": 20_000}, "iw1ms": {"idle_wait": 1_000_000}}
+        "wd0": {"wide_stores": 0}}  # (2 is the default since: a pair a store, as before)
 
 
 def schedule(seqs="512,1024,4096,16384", only=None, dims=(128, 64), kernels=("fwd", "dq", "dkdv")):
@@ -333,7 +331,7 @@ def schedule(seqs="512,1024,4096,16384", only=None, dims=(128, 64), kernels=("fw
                     if kname == "attention_bwd_dkdv":  # reads its one-shot K, V across the query-head loop
                         variants = {n: FOLD[n] for n in ("base", "nofold", "nocont", "nowindow", "nouniform", "pp", "nopp",
                                                          "fold", "uniform", "s2", "s3", "nopf", "tested", "whole", "peel",
-                                                         "wd2", "wd4", "wd0", "iw20us", "iw1ms")}
+                                                         "wd2", "wd4", "wd0")}
                     if only:
                         variants = {n: v for n, v in variants.items() if n in only}
                     if not causal:  # the L2 windows are a causal walk's

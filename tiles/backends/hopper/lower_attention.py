@@ -178,7 +178,7 @@ class WarpSpecializedLowering(Lowering):
         # launch-time overrides (benchmark variants): stages, consumers, pingpong
         known = {"stages", "consumers", "pingpong", "rotate", "hoist", "persistent", "order", "fold", "early_release",
                  "window", "continuous_turns", "uniform_warpgroup", "tree_max", "prefetch", "ds_stages",
-                 "reducer", "whole_tile_stores", "peel", "wide_stores", "idle_wait"}
+                 "reducer", "whole_tile_stores", "peel", "wide_stores"}
         unknown = set(self.options) - known
         if unknown:
             self._fail(f"unknown options {sorted(unknown)} (known: {sorted(known)})")
@@ -188,11 +188,6 @@ class WarpSpecializedLowering(Lowering):
         self.wide_stores = int(self.options.get("wide_stores", 2))
         if self.wide_stores not in (0, 2, 4):
             self._fail(f"option wide_stores={self.options['wide_stores']!r}: 0 (a pair a store), 2 or 4 pairs a store")
-        # the producer's sleep limit in ns while it waits for a released stage (tma.h wait_idle; 0: the
-        # system's short limit, the thread re-testing)
-        self.idle_wait = self.options.get("idle_wait", 0)
-        if not isinstance(self.idle_wait, int) or not 0 <= self.idle_wait < 2 ** 32:
-            self._fail(f"option idle_wait={self.idle_wait!r}: the producer's sleep limit in ns (0: none)")
         self.persistent = bool(self.options.get("persistent", True))
         # +0.8 to +4.2 % at all 12 forward shapes on the H200 (session 16, bench/hopper_notes.md)
         self.tree_max = bool(self.options.get("tree_max", True))
@@ -420,7 +415,7 @@ class WarpSpecializedLowering(Lowering):
                 lines.append(f"{pad}for (int {i} = {self.expr(n.start)}; {i} < {self.expr(n.stop)}; ++{i}) {{")
                 if n is self.loop:
                     loads = [x for x in n.body if isinstance(x, ir.Op) and x.name == "load_async"]
-                    lines.append(f"{pad}  wait_idle(S.ring.empty[pos.stage], pos.phase ^ 1);  // a fresh ring counts as released")
+                    lines.append(f"{pad}  wait(S.ring.empty[pos.stage], pos.phase ^ 1);  // a fresh ring counts as released")
                     lines.append(f"{pad}  expect_tiles(S.ring.full[pos.stage], {', '.join(self.var(x.outs[0]) for x in loads)});")
                     for x in loads:
                         lines.append(pad + "  " + self.producer_load(x, "S.ring.full[pos.stage]"))
@@ -431,7 +426,7 @@ class WarpSpecializedLowering(Lowering):
             elif n.name == "load_async" and self.tokens[n.attrs["token"]][0] == "once":
                 i = self.tokens[n.attrs["token"]][1]
                 if self.persistent:
-                    lines.append(f"{pad}if (it > 0) wait_idle(S.once_empty[{i}], (it - 1) & 1);  // the previous tile's copy is released")
+                    lines.append(f"{pad}if (it > 0) wait(S.once_empty[{i}], (it - 1) & 1);  // the previous tile's copy is released")
                 lines.append(f"{pad}expect_tiles(S.once[{i}], {self.var(n.outs[0])});")
                 lines.append(pad + self.producer_load(n, f"S.once[{i}]"))
         return lines
@@ -1148,7 +1143,7 @@ class WarpSpecializedLowering(Lowering):
             sig += [f"long long {self.sym_name(s)}" for s in P.strides]
         sig += [f"float {self.sym_name(s)}" for s in k.scalars]
         BM = self.BM
-        tags = [(f"iw{self.idle_wait}", self.idle_wait), (f"wd{self.wide_stores}", self.wide_stores), ("pp", self.pingpong), ("rot", self.deferred is not None), ("h", self.hoisted),
+        tags = [(f"wd{self.wide_stores}", self.wide_stores), ("pp", self.pingpong), ("rot", self.deferred is not None), ("h", self.hoisted),
                 ("np", not self.persistent), ("f", self.fold), ("w", self.window_bytes),
                 ("t", self.tree_max), ("pf", bool(self.prefetch)), ("d2", self.ds_stages == 2), ("r", self.reducer),
                 ("ws", self.options.get("whole_tile_stores", False)), ("pl", self.peel)]
@@ -1159,7 +1154,6 @@ class WarpSpecializedLowering(Lowering):
                    WG_ROWS=self.WG_ROWS, consumers=self.consumers, stages=self.stages, pingpong=self.pingpong,
                    n_once=max(1, len(self.once)), shared=shared, sig=sig, decls=decls, producer=producer, reducer=reducer,
                    whole_tile_stores=self.options.get("whole_tile_stores", False), wide_stores=self.wide_stores,
-                   idle_wait=self.idle_wait,
                    consumer=consumer, consumer_pre=pre, consumer_post=post, maps=[m for _, m, _, _ in params],
                    producer_regs=24 if self.consumers <= 2 else 32, consumer_regs=self.consumer_regs,
                    grid=[self.expr(g) for g in k.grid], persistent=self.persistent,

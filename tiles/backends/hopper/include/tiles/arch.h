@@ -172,22 +172,6 @@ __device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
   while (!mbar_try_wait(bar, parity)) {
   }
 }
-// The same test, but the thread may stay suspended up to `ns` nanoseconds waiting for the phase (it
-// resumes when the phase completes). Without the hint the limit is the system's, short: a waiting
-// thread re-issues its try_wait over and over, in issue slots the warps beside it could use.
-__device__ __forceinline__ bool mbar_try_wait_hint(u32 bar, u32 parity, u32 ns) {
-  u32 ok;
-  asm volatile(
-      "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2, %3;\n selp.u32 %0, 1, 0, p;\n}\n"
-      : "=r"(ok)
-      : "r"(bar), "r"(parity), "r"(ns)
-      : "memory");
-  return ok != 0;
-}
-__device__ __forceinline__ void mbar_wait_hint(u32 bar, u32 parity, u32 ns) {
-  while (!mbar_try_wait_hint(bar, parity, ns)) {
-  }
-}
 
 // ---------------------------------------------------------------- TMA (cp.async.bulk.tensor)
 // Coordinates are innermost-first, in elements, as the tensor map's dimensions are. Out-of-bounds

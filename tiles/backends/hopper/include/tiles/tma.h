@@ -26,16 +26,6 @@ template <typename... Tiles> __device__ __forceinline__ void expect_tiles(barrie
 }
 // Block until the phase with this parity completed. Phases alternate 0, 1, 0, ...
 __device__ __forceinline__ void wait(barrier& b, int phase) { arch::mbar_wait(b.addr(), u32(phase)); }
-// The producer's wait for a stage to be released: with TILES_IDLE_WAIT_NS defined (the lowerings'
-// option idle_wait) the thread may sleep that long for it instead of re-testing at the system's short
-// limit; its spinning shares an issue port with the consumers' warps on its scheduler.
-__device__ __forceinline__ void wait_idle(barrier& b, int phase) {
-#ifdef TILES_IDLE_WAIT_NS
-  arch::mbar_wait_hint(b.addr(), u32(phase), TILES_IDLE_WAIT_NS);
-#else
-  arch::mbar_wait(b.addr(), u32(phase));
-#endif
-}
 
 template <typename T, int R, int C, int SW>
 __device__ __forceinline__ void load_async(st<T, R, C, SW>& dst, const tma_map& map, barrier& bar, int row, int col) {
