@@ -373,8 +373,8 @@ def test_peeled_loop_gives_the_same_bits_on_the_gpu(D):
 def test_wide_stores(kernel, D, wide, tmp_path):
     """wide_stores = N (ops.h store_wide; 2 is the default): the quad's lanes swap pairs so that each
     stores N pairs of one row at once, 8 or 16 bytes, where a pair a store writes half of each sector
-    (the form with wide_stores = 0). The SASS shows
-    the wide stores and the quad's shuffles, and no spill."""
+    (the form with wide_stores = 0). The SASS shows the wide stores and the quad's shuffles, and no
+    spill."""
     from sass import disassemble
     from test_compile import assert_no_spills
 
@@ -404,8 +404,8 @@ def test_wide_stores_option_is_checked():
 @pytest.mark.parametrize("D", [64, 128])
 def test_wide_stores_give_the_same_bits_on_the_gpu(D):
     """The same values reach the same addresses whichever store form carries them: the forward's O and
-    dK/dV agree to the bit, with tails (rows and a head dim stored through a strided view) and
-    outputs whose alignment sends the wide form back to pair stores."""
+    LSE and dK/dV agree to the bit, causal and not, with row tails (1000 queries, 1300 keys) and with
+    outputs 4 bytes past a 16-byte boundary, which send the wide form back to pair stores."""
     needs.hopper_gpu()
     from tiles.kernels import attention_bwd_dkdv
 
@@ -424,7 +424,8 @@ def test_wide_stores_give_the_same_bits_on_the_gpu(D):
                 buf = torch.full((B * Sq * H * D + offset,), math.nan, dtype=torch.bfloat16, device="cuda")
                 o = buf[offset:].view(B, Sq, H, D)
                 lse = torch.full((B, H, Sq), math.nan, device="cuda")
-                W.prepare(attention_fwd, q, k, v, o, lse, D ** -0.5, causal=causal, D=D, options=fopts, **W.config("attention_fwd", D=D))()
+                W.prepare(attention_fwd, q, k, v, o, lse, D ** -0.5, causal=causal, D=D, options=fopts,
+                          **W.config("attention_fwd", D=D))()
                 bopts = {**(W.SCHEDULES.get(("attention_bwd_dkdv", D)) or {}), "wide_stores": wide}
                 kbuf = torch.full((2, B * Sk * Hkv * D + offset), math.nan, dtype=torch.bfloat16, device="cuda")
                 dk, dv = (kbuf[i, offset:].view(B, Sk, Hkv, D) for i in range(2))

@@ -182,9 +182,10 @@ class WarpSpecializedLowering(Lowering):
         unknown = set(self.options) - known
         if unknown:
             self._fail(f"unknown options {sorted(unknown)} (known: {sorted(known)})")
-        # pairs of a row a global store from registers (ops.h store_wide). 2 (8 bytes, whole sectors) over
-        # 1: forward 1.01-1.19x at D = 128, dK/dV 0.99-1.23x, most at short sequences, where each
-        # program stores its tile after few key blocks; 4 (16 bytes) within 1 % of it (session 17)
+        # pairs of a row a global store from registers (ops.h store_wide). 2 (8 bytes, whole sectors)
+        # over one pair a store: forward 1.01-1.19x at D = 128, dK/dV 0.98-1.23x, most at short
+        # sequences, where each program stores its tile after few key blocks; 4 (16 bytes) within 1 %
+        # of 2 (H200, session 17)
         self.wide_stores = int(self.options.get("wide_stores", 2))
         if self.wide_stores not in (0, 2, 4):
             self._fail(f"option wide_stores={self.options['wide_stores']!r}: 0 (a pair a store), 2 or 4 pairs a store")
@@ -1143,8 +1144,8 @@ class WarpSpecializedLowering(Lowering):
             sig += [f"long long {self.sym_name(s)}" for s in P.strides]
         sig += [f"float {self.sym_name(s)}" for s in k.scalars]
         BM = self.BM
-        tags = [(f"wd{self.wide_stores}", self.wide_stores), ("pp", self.pingpong), ("rot", self.deferred is not None), ("h", self.hoisted),
-                ("np", not self.persistent), ("f", self.fold), ("w", self.window_bytes),
+        tags = [(f"wd{self.wide_stores}", self.wide_stores), ("pp", self.pingpong), ("rot", self.deferred is not None),
+                ("h", self.hoisted), ("np", not self.persistent), ("f", self.fold), ("w", self.window_bytes),
                 ("t", self.tree_max), ("pf", bool(self.prefetch)), ("d2", self.ds_stages == 2), ("r", self.reducer),
                 ("ws", self.options.get("whole_tile_stores", False)), ("pl", self.peel)]
         name = "tiles_{}_hopper_{}_{}_s{}c{}{}".format(

@@ -224,7 +224,7 @@ class Fp8GemmLowering(Lowering):
             if options["BN"] == 256:
                 options["schedule"] = "pingpong"  # bench/hopper_fp8_notes.md, session 12
             else:  # stores from registers, 4 pairs of a row a store (ops.h store_wide), over the TMA
-                # store: 1.002 / 1.014 / 1.015x at the three issue shapes with 128-wide tiles, 0.96 /
+                # store: 1.00-1.016x at the three issue shapes with 128-wide tiles in two runs, 0.96 /
                 # 0.94x at the two with BN = 256 (H200, session 17, bench/epilogue_ab.py)
                 options.update(epilogue="regs", wide_stores=4)
         key = (id(kfn.trace(A, B, SA, SB, C, **kwargs)), tuple(sorted(options.items())))

@@ -419,7 +419,10 @@ template <int N> __device__ __forceinline__ void quad_exchange(u32 (&w)[N]) {
   }
 }
 template <int N> struct words_of;
-template <> struct words_of<2> { using type = uint2; static __device__ __forceinline__ uint2 make(const u32 (&w)[2]) { return make_uint2(w[0], w[1]); } };
+template <> struct words_of<2> {
+  using type = uint2;
+  static __device__ __forceinline__ uint2 make(const u32 (&w)[2]) { return make_uint2(w[0], w[1]); }
+};
 template <> struct words_of<4> {
   using type = uint4;
   static __device__ __forceinline__ uint4 make(const u32 (&w)[4]) { return make_uint4(w[0], w[1], w[2], w[3]); }
@@ -429,7 +432,8 @@ template <> struct words_of<4> {
 template <int N, typename U, typename T, int R, int C>
 __device__ __forceinline__ bool store_wide(U* dst, long long ld, int nrows, int ncols, const rt<T, R, C>& src, int row0,
                                            int col0) {
-  static_assert(sizeof(U) == 2 && (N == 2 || N == 4) && C % (8 * N) == 0, "wide stores: 16-bit outputs, whole blocks of N groups");
+  static_assert(sizeof(U) == 2 && (N == 2 || N == 4) && C % (8 * N) == 0,
+                "wide stores: 16-bit outputs, whole blocks of N column groups");
   if (ld % (2 * N) != 0 || col0 % (2 * N) != 0 || reinterpret_cast<unsigned long long>(dst) % (4 * N) != 0) return false;
   const int th = wg_thread(), q = th & 3;
 #ifdef TILES_WHOLE_TILE_STORES
