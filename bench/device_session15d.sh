@@ -7,8 +7,7 @@
 # session 15): check that commit out to run this again.
 DEVICE_PYTHONPATH=tests/hopper
 . bench/device_env.sh
-timeout 200 python3 -m pytest -q -p no:cacheprovider -W ignore tests/hopper/test_exp2_fma.py -rfE --tb=short > "$OUT/tests.txt" 2>&1
-grep -E "^(FAILED|ERROR)|^E  |passed|failed" "$OUT/tests.txt" | cut -c1-300 | head -20
+gpu_tests 200 tests/hopper/test_exp2_fma.py
 timeout 330 python3 bench/hopper_tile_sweep.py --only schedule --seqs ${SEQS:-512,4096,16384} \
     --variants ${VARIANTS:-x1,x2,x3,x4} --dims ${DIMS:-64,128} > "$OUT/sweep.txt" 2>&1
 python3 bench/sweep_table.py "$OUT/sweep.txt"

@@ -7,9 +7,7 @@
 # session 15): check that commit out to run this again.
 DEVICE_PYTHONPATH=tests/hopper
 . bench/device_env.sh
-timeout 200 python3 -m pytest -q -p no:cacheprovider -n 8 -W ignore tests/hopper/test_attention_schedule.py \
-    tests/portability/test_attention.py -k "hopper or schedule or rescale" -rfE --tb=short > "$OUT/tests.txt" 2>&1
-grep -E "^(FAILED|ERROR)|^E  |passed|failed" "$OUT/tests.txt" | cut -c1-300 | head -20
+gpu_tests 200 -n 8 tests/hopper/test_attention_schedule.py tests/portability/test_attention.py -k "hopper or schedule or rescale"
 VARIANTS=${VARIANTS:-norescale} SEQS=${SEQS:-512,1024,4096,16384} DIMS=${DIMS:-64,128} 
 timeout 330 python3 bench/hopper_tile_sweep.py --only schedule --seqs $SEQS --variants $VARIANTS --dims $DIMS > "$OUT/sweep.txt" 2>&1
 tail -3 "$OUT/sweep.txt" | cut -c1-300

@@ -7,9 +7,7 @@
 DEVICE_PYTHONPATH=tests/hopper:bench
 . bench/device_env.sh
 nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv,noheader
-timeout 150 python3 -m pytest -q -p no:cacheprovider -W ignore tests/hopper/test_attention_schedule.py -k tree \
-    -rfE --tb=short > "$OUT/tests.txt" 2>&1
-grep -E "^(FAILED|ERROR)|^E  |passed|failed" "$OUT/tests.txt" | cut -c1-300 | head -20
+gpu_tests 150 tests/hopper/test_attention_schedule.py -k tree
 timeout 200 python3 bench/hopper_tile_sweep.py --only schedule --kernels fwd --seqs 512,4096,16384 \
     --variants tree --dims 64,128 > "$OUT/sweep.txt" 2>&1
 python3 bench/sweep_table.py "$OUT/sweep.txt"

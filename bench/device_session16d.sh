@@ -7,9 +7,7 @@
 DEVICE_PYTHONPATH=tests/hopper:bench
 . bench/device_env.sh
 nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv,noheader
-timeout 200 python3 -m pytest -q -p no:cacheprovider -W ignore tests/portability/test_attention.py -k "hopper and (fused or backward)" \
-    -rfE --tb=short > "$OUT/tests.txt" 2>&1
-grep -E "^(FAILED|ERROR)|^E  |passed|failed" "$OUT/tests.txt" | cut -c1-300 | head -20
+gpu_tests 200 tests/portability/test_attention.py -k "hopper and (fused or backward)"
 WORKLOAD=fused TOOL_TIMEOUT=100 sh bench/device_sanitize.sh
 timeout 240 python3 bench/hopper_tile_sweep.py --only fused --seqs 1024,4096,16384 > "$OUT/fused.txt" 2>&1
 python3 bench/fused_table.py "$OUT/fused.txt" || tail -5 "$OUT/fused.txt"

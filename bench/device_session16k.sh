@@ -4,9 +4,7 @@
 # own beside the closing run's).
 #   TILES_COMMIT=<the sending checkout's commit> sh bench/device_session16k.sh
 . bench/device_env.sh
-timeout 150 python3 -m pytest -q -p no:cacheprovider -n 4 -W ignore tests/portability/test_attention.py -k "hopper" \
-    -rfE --tb=short > "$OUT/tests.txt" 2>&1
-grep -E "^(FAILED|ERROR)|^E  |passed|failed" "$OUT/tests.txt" | cut -c1-300 | head -12
+gpu_tests 150 -n 4 tests/portability/test_attention.py -k "hopper"
 timeout 150 python3 -m tiles.bench run --suite standard --kernels attention_bwd --reps 10 \
     --budget 0.25 --out "$OUT/H200-$(date +%F)b.json" > "$OUT/bench.txt" 2>&1
 tail -2 "$OUT/bench.txt"

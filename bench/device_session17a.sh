@@ -9,9 +9,7 @@
 #   sh bench/device_session17a.sh
 DEVICE_PYTHONPATH=tests/hopper:bench
 . bench/device_env.sh
-timeout 100 python3 -m pytest -q -p no:cacheprovider -W ignore tests/hopper/test_attention_schedule.py -k fragment \
-    -rfE --tb=short > "$OUT/tests.txt" 2>&1
-grep -E "^(FAILED|ERROR)|^E  |passed|failed" "$OUT/tests.txt" | cut -c1-300 | head -12
+gpu_tests 100 tests/hopper/test_attention_schedule.py -k fragment
 timeout 240 python3 bench/hopper_tile_sweep.py --only schedule --kernels dkdv --seqs ${SEQS:-512,2048,16384} \
     --variants nopf,fragcv --dims 64,128 > "$OUT/sweep.txt" 2>&1
 python3 bench/sweep_table.py "$OUT/sweep.txt"

@@ -6,9 +6,7 @@
 #   sh bench/device_session17b.sh
 DEVICE_PYTHONPATH=tests/hopper:bench
 . bench/device_env.sh
-timeout 120 python3 -m pytest -q -p no:cacheprovider -W ignore tests/hopper/test_attention_schedule.py -k "wide_stores_give" \
-    -rfE --tb=short > "$OUT/tests.txt" 2>&1
-grep -E "^(FAILED|ERROR)|^E  |passed|failed" "$OUT/tests.txt" | cut -c1-300 | head -12
+gpu_tests 120 tests/hopper/test_attention_schedule.py -k "wide_stores_give"
 timeout 400 python3 bench/hopper_tile_sweep.py --only schedule --kernels fwd,dkdv --seqs ${SEQS:-512,1024,4096,16384} \
     --variants wd2,wd4,wd4ws --dims 64,128 > "$OUT/sweep.txt" 2>&1
 python3 bench/sweep_table.py "$OUT/sweep.txt"

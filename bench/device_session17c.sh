@@ -7,9 +7,7 @@
 #   TILES_COMMIT=<the sending checkout's commit> sh bench/device_session17c.sh
 DEVICE_PYTHONPATH=tests/hopper:bench
 . bench/device_env.sh
-timeout 170 python3 -m pytest -q -p no:cacheprovider -n 4 -W ignore tests/portability/test_attention.py \
-    tests/hopper/test_attention_schedule.py -k "hopper or gpu" -rfE --tb=short > "$OUT/tests.txt" 2>&1
-grep -E "^(FAILED|ERROR)|^E  |passed|failed" "$OUT/tests.txt" | cut -c1-300 | head -12
+gpu_tests 170 -n 4 tests/portability/test_attention.py tests/hopper/test_attention_schedule.py -k "hopper or gpu"
 timeout 150 python3 bench/epilogue_ab.py bf16,fp8 > "$OUT/epilogue.txt" 2>&1
 cat "$OUT/epilogue.txt" | cut -c1-400
 timeout 200 python3 bench/hopper_tile_sweep.py --only schedule --kernels fwd,dkdv --seqs 512,2048,16384 \

@@ -6,9 +6,7 @@
 #   TILES_COMMIT=<the sending checkout's commit> sh bench/device_session17d.sh
 DEVICE_PYTHONPATH=tests/hopper:bench
 . bench/device_env.sh
-timeout 120 python3 -m pytest -q -p no:cacheprovider -n 4 -W ignore tests/hopper/test_fp8.py tests/test_gemm_fp8.py \
-    tests/hopper/test_stream_k.py -rfE --tb=short > "$OUT/tests.txt" 2>&1
-grep -E "^(FAILED|ERROR)|^E  |passed|failed" "$OUT/tests.txt" | cut -c1-300 | head -12
+gpu_tests 120 -n 4 tests/hopper/test_fp8.py tests/test_gemm_fp8.py tests/hopper/test_stream_k.py
 timeout 120 python3 bench/epilogue_ab.py fp8 > "$OUT/epilogue.txt" 2>&1
 cut -c1-400 "$OUT/epilogue.txt"
 timeout 200 python3 bench/hopper_tile_sweep.py --only fwd --variants bm128,bm128n64,bn64 --dims 64 > "$OUT/sweep.txt" 2>&1
