@@ -60,3 +60,29 @@ def test_ir_lowered_gemm_through_the_public_api(shape, out_dtype):
     r32 = ref.float()
     fl = 2 * ((r32 + 0.3 - 0.3) - r32).abs().max().item()
     assert c.dtype == (out_dtype or torch.bfloat16) and e <= 2 * e_lp + fl, (e, e_lp, fl)
+
+
+@pytest.mark.parametrize("shape,over", [
+    ((4097, 4095, 1031), {}),                 # 4 tiles a CTA, M and N tails, a cluster's extra tile row
+    ((4096, 4096, 64), {}),                   # one k-block: the first, peeled k-block is the whole loop
+    ((300, 520, 8), {}),                      # one partial k-block, zero-filled by TMA
+    ((2048, 1000, 200), dict(BN=64, stages=8, epilogue="regs", wide_stores=4)),  # the narrow tiles' form
+    ((1000, 1000, 1000), dict(BN=128, stages=6)),
+])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_deferred_store_is_the_same_gemm(shape, over, dtype):
+    """deferred_store stores each tile under the next tile's first k-block: the same sums, so the same
+    bits as the launched form, tails and the last tile included."""
+    M, N, K = shape
+    g = torch.Generator(device="cuda").manual_seed(3)
+    a = torch.randn(M, K, device="cuda", generator=g).to(dtype)
+    b = torch.randn(K, N, device="cuda", generator=g).to(dtype)
+    plain = gemm_probe.run_gemm(a, b, dtype, **over)
+    deferred = gemm_probe.run_gemm(a, b, dtype, deferred_store=True, **over)
+    assert torch.equal(plain, deferred)
+    ref = a.double() @ b.double()
+    e = (deferred.double() - ref).abs().max().item()
+    e_lp = ((a @ b).double() - ref).abs().max().item()
+    r32 = ref.float()
+    fl = 2 * ((r32 + 0.3 - 0.3) - r32).abs().max().item()
+    assert e <= 2 * e_lp + fl, (e, e_lp, fl)

@@ -24,7 +24,7 @@ TEMPLATES = pathlib.Path(__file__).parent / "templates"
 # grouped order; measured best on the H200 (bench/hopper_notes.md): 2-CTA clusters multicasting B and
 # the epilogue through shared memory + TMA store (+7% over stores from registers at 8192^3).
 DEFAULTS = dict(BM=128, BN=256, BK=64, stages=4, consumers=2, group_m=8, producer_regs=40, consumer_regs=232,
-                b_kmajor=False, epilogue="tma", cluster=2, wide_stores=0)
+                b_kmajor=False, epilogue="tma", cluster=2, wide_stores=0, deferred_store=False)
 
 _CTYPE = {"bfloat16": "bf16", "float16": "f16", "float32": "float", "bf16": "bf16", "f16": "f16", "f32": "float",
           "float": "float"}
@@ -81,12 +81,15 @@ def gemm_source(in_dtype="bf16", out_dtype="bf16", *, template: str = "gemm.cu.j
         raise ValueError("the TMA epilogue needs 64 rows per consumer warpgroup")
     if cfg["wide_stores"] not in (0, 2, 4):
         raise ValueError(f"wide_stores is 0 (a pair a store), 2 or 4 pairs a store, got {cfg['wide_stores']!r}")
+    if cfg["deferred_store"] and ot not in ("bf16", "f16"):
+        raise ValueError(f"deferred_store packs a finished tile to a 16-bit output while the next accumulates; "
+                         f"out_dtype {out_dtype} leaves no room for both (use deferred_store=False)")
     if cfg["cluster"] not in (1, 2) or (cfg["cluster"] > 1 and (cfg["b_kmajor"] or (cfg["BN"] // 64) % cfg["cluster"])):
         raise ValueError("cluster is 1 or 2 (multicast of row-major B split by 64-column chunks)")
-    name = name or "tiles_gemm_{it}_{ot}_{BM}x{BN}x{BK}_s{stages}_c{consumers}_g{group_m}{t}{e}{cl}{wd}".format(
+    name = name or "tiles_gemm_{it}_{ot}_{BM}x{BN}x{BK}_s{stages}_c{consumers}_g{group_m}{t}{e}{cl}{wd}{ds}".format(
         it=it, ot=ot, t="_bt" if cfg["b_kmajor"] else "", e="_tmaepi" if cfg["epilogue"] == "tma" else "",
         cl=f"_cl{cfg['cluster']}" if cfg["cluster"] > 1 else "",
-        wd=f"_wd{cfg['wide_stores']}" if cfg["wide_stores"] else "", **cfg)
+        wd=f"_wd{cfg['wide_stores']}" if cfg["wide_stores"] else "", ds="_ds" if cfg["deferred_store"] else "", **cfg)
     # the ring (1 KB-aligned tiles) [+ 2 staging tiles of 8 KB per consumer] + the barrier block
     # rounded to 1 KB + 1 KB of alignment slack
     smem = cfg["stages"] * _stage_bytes(cfg) + 1024 + 1024

@@ -41,6 +41,19 @@ template <typename T> __device__ __forceinline__ float2 load_pair(const typename
 template <> __device__ __forceinline__ float2 load_pair<float>(const float2& x) { return x; }
 template <> __device__ __forceinline__ float2 load_pair<bf16>(const u32& x) { return arch::unpack2<bf16>(x); }
 template <> __device__ __forceinline__ float2 load_pair<f16>(const u32& x) { return arch::unpack2<f16>(x); }
+// a pair of T as a pair of U: through fp32, or as it is where the tile already holds U (a 16-bit
+// tile's pairs would otherwise be unpacked and packed again on their way to memory)
+template <typename U, typename T> struct pair_cvt {
+  static __device__ __forceinline__ typename pair_of<U>::type go(const typename pair_of<T>::type& x) {
+    return f2_to_pair<U>(load_pair<T>(x));
+  }
+};
+template <typename T> struct pair_cvt<T, T> {
+  static __device__ __forceinline__ typename pair_of<T>::type go(const typename pair_of<T>::type& x) { return x; }
+};
+template <typename U, typename T> __device__ __forceinline__ typename pair_of<U>::type convert_pair(const typename pair_of<T>::type& x) {
+  return pair_cvt<U, T>::go(x);
+}
 
 // dst = src converted (fp32 → bf16 makes a wgmma A fragment; see rt.h).
 template <typename U, typename T, int R, int C>
@@ -449,7 +462,7 @@ __device__ __forceinline__ bool store_wide(U* dst, long long ld, int nrows, int 
       for (int blk = 0; blk < C / (8 * N); ++blk) {
         u32 w[N];
 #pragma unroll
-        for (int j = 0; j < N; ++j) w[j] = f2_to_pair<U>(load_pair<T>(src.v[s][2 * (N * blk + j) + h]));
+        for (int j = 0; j < N; ++j) w[j] = convert_pair<U, T>(src.v[s][2 * (N * blk + j) + h]);
         quad_exchange<N>(w);  // every lane, before any test: the shuffles take the whole warp
         const int r = row0 + frag_row(th, s, h), c = col0 + 8 * (N * blk + q % N) + 2 * N * (q / N);
         U* at = dst + (long long)r * ld + c;
@@ -482,7 +495,7 @@ __device__ __forceinline__ void store(U* dst, long long ld, int nrows, int ncols
     // its registers: dK/dV up to 6 % faster this way; the forward, whose stores overlap the
     // other warpgroup's GEMMs, up to 4 % slower (H200, session 16).
     each_pair(src, row0, col0, [&](int s, int p, int r, int c) {
-      *reinterpret_cast<typename pair_of<U>::type*>(dst + (long long)r * ld + c) = f2_to_pair<U>(load_pair<T>(src.v[s][p]));
+      *reinterpret_cast<typename pair_of<U>::type*>(dst + (long long)r * ld + c) = convert_pair<U, T>(src.v[s][p]);
     });
     return;
   }
@@ -515,7 +528,7 @@ __device__ __forceinline__ void store(st<U, RD, C, SW>& dst, int dst_row0, const
     for (int q = 0; q < C / 4; ++q) {
       const int p = p0 + q;
       *reinterpret_cast<typename pair_of<U>::type*>(
-          &dst.at(dst_row0 + frag_row(th, s, p), frag_col(th, p) - src_col0)) = f2_to_pair<U>(load_pair<T>(src.v[s][p]));
+          &dst.at(dst_row0 + frag_row(th, s, p), frag_col(th, p) - src_col0)) = convert_pair<U, T>(src.v[s][p]);
     }
 }
 // the epilogue's form: dst has src's rows, and takes columns src_col0 .. of it
