@@ -32,6 +32,10 @@ CONFIGS = {
     "256x128": (("bf16", "bf16"), {"BM": 256, "BN": 128, "cluster": 1, "epilogue": "regs"}),
     "regs_epilogue_wide2": (("bf16", "bf16"), {"epilogue": "regs", "wide_stores": 2}),  # ops.h store_wide
     "regs_epilogue_wide4": (("bf16", "bf16"), {"epilogue": "regs", "wide_stores": 4}),
+    # the finished tile packed, stored under the next tile's first k-block
+    "deferred_store": (("bf16", "bf16"), {"deferred_store": True}),
+    "deferred_store_regs_wide4": (("f16", "f16"), {"BN": 64, "stages": 8, "epilogue": "regs", "wide_stores": 4,
+                                                   "deferred_store": True}),
 }
 
 
@@ -78,6 +82,16 @@ def test_sass_has_hopper_instructions(compiled, tmp_path):
     assert "SYNCS.ARRIVE.TRANS64" in sass and "SYNCS.PHASECHK" in sass
     assert "USETMAXREG.DEALLOC" in sass and "USETMAXREG.TRY_ALLOC" in sass
     assert not re.search(r"\b(LDL|STL)\b", sass), "local memory traffic (spills or indexed registers)"
+    # where the consumer's first store goes: after the tile's last wgmma retired (wait for none left in
+    # flight), or, deferred, while the next tile's first k-block is in flight
+    ins = re.findall(r"/\*[0-9a-f]{4,}\*/\s+([^;]*);", sass)
+    first_mma = next(i for i, t in enumerate(ins) if "HGMMA" in t)
+    store = "UTMASTG" if kern.cfg["epilogue"] == "tma" else "STG.E"
+    first_store = next(i for i, t in enumerate(ins) if i > first_mma and store in t)
+    drained = any("WARPGROUP.DEPBAR.LE gsb0, 0x0" in t for t in ins[first_mma:first_store])
+    assert drained != kern.cfg["deferred_store"], (kern.cfg["deferred_store"], ins[first_mma:first_store])
+    if kern.cfg["deferred_store"]:
+        assert any("HGMMA" in t for t in ins[first_store:]), "the main loop's wgmmas follow the deferred store"
 
 
 def test_nvcc_compiles_sm90a(tmp_path):
@@ -146,6 +160,8 @@ def test_bad_configs_are_refused():
         gemm_probe.gemm_source("float32", "bf16")
     with pytest.raises(TypeError, match="unknown GEMM options"):
         gemm_probe.gemm_source("bf16", "bf16", tile=3)
+    with pytest.raises(ValueError, match="deferred_store .* out_dtype float"):
+        gemm_probe.gemm_source("bf16", "float32", deferred_store=True)
 
 
 def test_mma_with_a_transposed_from_shared_memory_compiles(tmp_path):
