@@ -14,7 +14,7 @@ ratio to cuBLAS. With --suite the timing is the standard suite's instead (tiles.
 one launch at a time behind the sleep kernel, input sets rotated so that consecutive launches miss in
 L2, every variant once a rep, medians), the regime the result files are measured in.
 
-Variants past the deferred store (--variants): g16 / g4 (group_m 16 / 4, tile rows visited
+Variants past the deferred store (--variants): g4, g12, g16, g24, g32 (group_m: tile rows visited
 together), each alone and with the deferred store (ds_g16, ...).
 """
 import statistics
@@ -42,8 +42,8 @@ def launched_config(a, b):
     return {k: v for k, v in low.notes["config"].items() if k in gemm_probe.DEFAULTS}
 
 
-VARIANTS = {"deferred": dict(deferred_store=True), "g16": dict(group_m=16), "ds_g16": dict(deferred_store=True, group_m=16),
-            "g4": dict(group_m=4), "ds_g4": dict(deferred_store=True, group_m=4)}
+VARIANTS = {"deferred": dict(deferred_store=True), **{f"g{g}": dict(group_m=g) for g in (4, 12, 16, 24, 32)},
+            **{f"ds_g{g}": dict(deferred_store=True, group_m=g) for g in (4, 12, 16, 24, 32)}}
 
 
 def suite_timed(fns, sets, reps=15):
