@@ -14,10 +14,10 @@ ratio to cuBLAS. With --suite the timing is the standard suite's instead (tiles.
 one launch at a time behind the sleep kernel, input sets rotated so that consecutive launches miss in
 L2, every variant once a rep, medians), the regime the result files are measured in.
 
-Variants past the deferred store (--variants): g4, g12, g16, g24, g32 (group_m: tile rows visited
+Variants past the deferred store (--variants): plain (neither the deferred store nor group 16:
+the launched form before session 18), g4, g12, g16, g24, g32 (group_m: tile rows visited
 together), each alone and with the deferred store (ds_g16, ...).
 """
-import statistics
 import sys
 
 import torch
@@ -42,15 +42,8 @@ def launched_config(a, b):
     return {k: v for k, v in low.notes["config"].items() if k in gemm_probe.DEFAULTS}
 
 
-VARIANTS = {"deferred": dict(deferred_store=True), **{f"g{g}": dict(group_m=g) for g in (4, 12, 16, 24, 32)},
+VARIANTS = {"deferred": dict(deferred_store=True), "plain": dict(deferred_store=False, group_m=8), **{f"g{g}": dict(group_m=g) for g in (4, 12, 16, 24, 32)},
             **{f"ds_g{g}": dict(deferred_store=True, group_m=g) for g in (4, 12, 16, 24, 32)}}
-
-
-def suite_timed(fns, sets, reps=15):
-    dev = torch.device("cuda")
-    times = bench_run.time_interleaved({n: (lambda x, f=f: f(x)) for n, f in fns.items()}, list(range(len(sets))), dev,
-                                       reps, budget_s=4.0)
-    return {n: statistics.median(t) for n, t in times.items()}
 
 
 def main(shapes, variants=("deferred",), suite=False):
@@ -71,7 +64,7 @@ def main(shapes, variants=("deferred",), suite=False):
         torch.cuda.synchronize()
         same = {n: torch.equal(outs["launched"], o) for n, o in outs.items()}
         fns = {n: f for n, f in fns.items() if same.get(n, True)}
-        ms = suite_timed(fns, sets) if suite else ht.timed(fns)
+        ms = ht.suite_timed(fns, n_sets) if suite else ht.timed(fns)
         flops = 2 * M * N * K
         print(M, N, K, {k: cfg[k] for k in ("BN", "stages", "epilogue", "cluster")}, "bitwise:",
               {n: v for n, v in same.items() if n != "launched"}, flush=True)

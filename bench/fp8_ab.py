@@ -2,6 +2,7 @@
 
     PYTHONPATH=.:bench python3 bench/fp8_ab.py tiles    # tile shapes and the scale loads
     PYTHONPATH=.:bench python3 bench/fp8_ab.py knobs    # clusters and the grouped order
+    PYTHONPATH=.:bench python3 bench/fp8_ab.py groups --suite   # the grouped order, timed as the suite times
 
 `tiles`:
 * `launched`: what tiles.gemm_fp8 runs (lower_fp8.choose; with BN 256 the turns), clamped scale loads;
@@ -11,6 +12,9 @@
   without and with stream-K.
 `knobs`: the launched tile with 2-CTA clusters sharing B by multicast (without stream-K, which takes
 single CTAs), group 16 and 4 in the grouped order, and (where the launcher splits) without stream-K.
+`groups` (session 18): the launched tile visited 4, 12, 16 or 24 tile rows at a time (launched: 8).
+`--suite` times as the standard suite does (hopper_gemm_tiles.suite_timed) instead of 20 launches back
+to back.
 
 Outputs are compared bitwise with the unsplit launched kernel's where both sum each element in the same
 order (stream-K's splits change the order of one addition), then all are timed interleaved
@@ -22,6 +26,7 @@ import torch
 
 from tiles.backends.hopper import lower_fp8
 from tiles.bench import fp8
+from tiles.bench import run as bench_run
 
 import hopper_gemm_tiles as ht
 
@@ -73,19 +78,28 @@ def launch_all(sets, vs):
     return fns, outs
 
 
-def main(which):
-    variants = {"tiles": tile_variants, "knobs": knob_variants}[which]
+def group_variants(M, N, K, sms):
+    cfg = launched(M, N, K, sms)
+    return {"launched": cfg, **{f"group{g}": dict(cfg, group_m=g) for g in (4, 12, 16, 24)}}
+
+
+def main(which, suite=False):
+    variants = {"tiles": tile_variants, "knobs": knob_variants, "groups": group_variants}[which]
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for M, N, K in SHAPES:
-        sets = [fp8.make_set(M, N, K, torch.device("cuda"), seed) for seed in range(2)]
+        # the suite's rotation: enough sets that consecutive launches miss in L2
+        n_sets = bench_run._n_sets(M * K + N * K + 2 * M * N, torch.device("cuda")) if suite else 2
+        sets = [fp8.make_set(M, N, K, torch.device("cuda"), seed) for seed in range(n_sets)]
         vs = variants(M, N, K, sms)
         fns, outs = launch_all(sets, vs)
         unsplit = [label for label, cfg in vs.items() if not cfg.get("stream_k")]
         same = {label: torch.equal(outs[unsplit[0]], outs[label]) for label in unsplit}
-        ms = ht.timed(fns, rounds=11)
+        ms = ht.suite_timed(fns, len(sets)) if suite else ht.timed(fns, rounds=11)
         print(M, N, K, "launched", vs["launched"], "bitwise vs", unsplit[0], same, flush=True)
-        print("   ", " ".join(f"{n}={2 * M * N * K / (t * 1e-3) / 1e12:.0f}" for n, t in ms.items()), flush=True)
+        print("   ", " ".join(f"{n}={2 * M * N * K / (t * 1e-3) / 1e12:.0f}({ms['launched'] / t:.3f})"
+                            for n, t in ms.items()), flush=True)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "tiles")
+    args = [a for a in sys.argv[1:] if a != "--suite"]
+    main(args[0] if args else "tiles", "--suite" in sys.argv[1:])

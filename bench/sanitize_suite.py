@@ -60,6 +60,11 @@ if be.supports("gemm") and not only_attention:
     a = torch.randn(130, 200, device=dev, dtype=torch.bfloat16)
     b = torch.randn(200, 270, device=dev, dtype=torch.bfloat16)
     tiles.gemm(a, b, backend=be.name)
+    # 128 x 256 tiles, two a CTA for some (204 tiles), M and N tails, a cluster's extra tile row (17
+    # rows): each tile stored under the next one's first k-block
+    a = torch.randn(2100, 300, device=dev, dtype=torch.bfloat16)
+    b = torch.randn(300, 3000, device=dev, dtype=torch.bfloat16)
+    tiles.gemm(a, b, backend=be.name)
     ran.append("gemm")
 if be.supports("gemm_fp8") and not only_attention:
     from tiles.bench import fp8

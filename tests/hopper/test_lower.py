@@ -147,4 +147,17 @@ def test_tile_width_fills_the_sms():
         low = backends.get("hopper").lower(gemm, a, b, c, **cfg)
         assert low.notes["config"]["BN"] == bn and low.notes["config"]["stages"] == stages
         assert low.notes["config"]["cluster"] == (1 if bn == 64 else 2)  # multicast splits B in 64-column pairs
+        # 128 x 256 tiles: 16 tile rows at a time, each tile stored under the next one's first k-block
+        assert (low.notes["config"]["group_m"], low.notes["config"]["deferred_store"]) == \
+            ((16, True) if bn == 256 else (8, False)), (M, N, K, low.notes["config"])
     assert HopperLowering.config("layernorm", M=1024, N=1024) == {}
+
+
+def test_deferred_store_only_for_16_bit_outputs():
+    """A packed 16-bit tile beside the next accumulator fits the registers; an f32 one would not, so
+    f32 outputs keep the store right after the tile."""
+    for out, deferred in ((torch.bfloat16, True), (torch.float16, True), (torch.float32, False)):
+        dt = torch.float16 if out == torch.float16 else torch.bfloat16
+        low = lowered(backends.get("hopper"), M=8192, N=8192, K=8192, dt=dt, out=out)
+        assert low.notes["config"]["deferred_store"] is deferred
+        assert ("under the next tile's first k-block" in low.source.split("#include")[0]) is deferred
