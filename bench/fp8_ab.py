@@ -12,7 +12,8 @@
   without and with stream-K.
 `knobs`: the launched tile with 2-CTA clusters sharing B by multicast (without stream-K, which takes
 single CTAs), group 16 and 4 in the grouped order, and (where the launcher splits) without stream-K.
-`groups` (session 18): the launched tile visited 4, 12, 16 or 24 tile rows at a time (launched: 8).
+`groups` (session 18): the launched tile visited 4, 12, 16 or 24 tile rows at a time (launched: 8), and
+`i64`: the scale loads' K offsets in 64 bits (launched: 32, option scale_index32).
 `--suite` times as the standard suite does (hopper_gemm_tiles.suite_timed) instead of 20 launches back
 to back.
 
@@ -37,7 +38,7 @@ PP_SK = dict(BN=256, stages=4, schedule="pingpong", stream_k=True)
 
 
 def launched(M, N, K, sms):
-    cfg = lower_fp8.choose(M, N, K, sms)
+    cfg = dict(lower_fp8.choose(M, N, K, sms), scale_index32=True)  # the issue's shapes fit 32-bit offsets
     if cfg["BN"] == 256:
         cfg.update(schedule="pingpong")
     else:  # the launcher's epilogue with 128-wide tiles since session 17
@@ -80,7 +81,8 @@ def launch_all(sets, vs):
 
 def group_variants(M, N, K, sms):
     cfg = launched(M, N, K, sms)
-    return {"launched": cfg, **{f"group{g}": dict(cfg, group_m=g) for g in (4, 12, 16, 24)}}
+    return {"launched": cfg, "i64": dict(cfg, scale_index32=False),
+            **{f"group{g}": dict(cfg, group_m=g) for g in (4, 12, 16, 24)}}
 
 
 def main(which, suite=False):
@@ -94,6 +96,11 @@ def main(which, suite=False):
         fns, outs = launch_all(sets, vs)
         unsplit = [label for label, cfg in vs.items() if not cfg.get("stream_k")]
         same = {label: torch.equal(outs[unsplit[0]], outs[label]) for label in unsplit}
+        if not unsplit:  # every variant splits: the split tiles' partial sums may add in another order
+            ref = outs["launched"].float()
+            tol = 1e-2 * ref.abs().max().item()
+            same = {label: bool((o.float() - ref).abs().max().item() <= tol) for label, o in outs.items()}
+            unsplit = ["launched (within 1% of its largest output)"]
         ms = ht.suite_timed(fns, len(sets)) if suite else ht.timed(fns, rounds=11)
         print(M, N, K, "launched", vs["launched"], "bitwise vs", unsplit[0], same, flush=True)
         print("   ", " ".join(f"{n}={2 * M * N * K / (t * 1e-3) / 1e12:.0f}({ms['launched'] / t:.3f})"

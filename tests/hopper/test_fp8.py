@@ -35,7 +35,9 @@ def _lowered(**options):
                                      {"BN": 256, "schedule": "pingpong", "cluster": 2},
                                      {"BM": 192}, {"BM": 192, "stream_k": True}, {"BM": 192, "epilogue": "regs"},
                                      {"clamp_scales": False}, {"epilogue": "regs", "wide_stores": 2},
-                                     {"BN": 256, "schedule": "pingpong", "epilogue": "regs", "wide_stores": 4}])
+                                     {"BN": 256, "schedule": "pingpong", "epilogue": "regs", "wide_stores": 4},
+                                     {"epilogue": "regs", "wide_stores": 4, "scale_index32": True},
+                                     {"BN": 256, "schedule": "pingpong", "stream_k": True, "scale_index32": True}])
 def test_lowers_and_compiles_with_qgmma(options, tmp_path):
     low = _lowered(**options)
     assert "mma(part, a, b, tb=True, accumulate=False)" in low.source  # the tile program, quoted
@@ -49,6 +51,39 @@ def test_lowers_and_compiles_with_qgmma(options, tmp_path):
     assert "LDL" not in sass and "STL" not in sass
     if options.get("wide_stores"):  # ops.h store_wide: 2 or 4 pairs of a row a store
         assert {2: "STG.E.64", 4: "STG.E.128"}[options["wide_stores"]] in sass
+
+
+def test_scale_offsets_in_32_bits_only_where_they_fit(tmp_path):
+    """scale_index32 takes the scale loads' K offsets (K block x K stride) in 32 bits: one multiply a K
+    block in place of a 64-bit product. The launcher turns it on where the last block's offset stays
+    below 2^31 elements, and bind refuses it, before any launch, where it would not."""
+    import torch
+
+    def meta(shape, strides):
+        return torch.empty_strided(shape, strides, dtype=torch.float32, device="meta")
+
+    a = torch.empty(64, 4096, dtype=torch.float8_e4m3fn, device="meta")  # 32 K blocks
+    sa, sb = meta((64, 32), (32, 1)), meta((1, 128, 32), (32, 0, 1))
+    assert lower_fp8.scale_offsets_fit(a, sa, sb)
+    wide = meta((64, 32), (1, 2 ** 26))  # the K stride of a (K/128, huge M) view: 31 x 2^26 < 2^31
+    assert lower_fp8.scale_offsets_fit(a, wide, sb)
+    huge = meta((64, 32), (1, 2 ** 27))  # 31 x 2^27 > 2^31
+    assert not lower_fp8.scale_offsets_fit(a, huge, sb)
+    assert not lower_fp8.scale_offsets_fit(a, sa, meta((1, 128, 32), (32, 0, 2 ** 27)))
+    kern = lower_fp8.fp8_source("bf16", scale_index32=True)
+    b = torch.empty(128, 4096, dtype=torch.float8_e4m3fn, device="meta")
+    with pytest.raises(ValueError, match="scale_index32: the scales' K offsets pass 2"):
+        lower_fp8.bind(kern, a, b, huge, sb, torch.empty(64, 128, dtype=torch.bfloat16, device="meta"))
+    # fewer instructions in the main loop than the 64-bit form
+    from sass import mainloops
+    loops = {}
+    for i32 in (False, True):
+        k = lower_fp8.fp8_source("bf16", epilogue="regs", wide_stores=4, scale_index32=i32)
+        c = runtime.compile_cuda(k["source"], name=k["name"] + ".cu", cache=False)
+        loops[i32] = min(len(body) for body in mainloops(disassemble(c.cubin, tmp_path)))
+    assert loops[True] < loops[False] - 8, loops
+    with pytest.raises(TypeError, match="scale_index32"):
+        lower_fp8.fp8_source("bf16", scale_index32=1)
 
 
 def test_f32_output_compiles():

@@ -40,7 +40,7 @@ from . import gemm_probe, runtime, transpose
 
 ARCH = runtime.ARCH
 DEFAULTS = dict(stages=6, group_m=8, producer_regs=None, consumer_regs=None, epilogue="tma", overlap=True, cluster=1,
-                schedule="cooperative", stream_k=False, clamp_scales=True, wide_stores=0)
+                schedule="cooperative", stream_k=False, clamp_scales=True, wide_stores=0, scale_index32=False)
 # setmaxnreg budgets (producer, consumer) by consumer warpgroups, where the options leave them open: the
 # register file is 64K a SM. Three consumers get 160 each: acc (64) + part (64) fit, a second scratch does not.
 REGS = {1: (40, 232), 2: (40, 232), 3: (24, 160)}
@@ -118,6 +118,8 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
         raise TypeError(f"stream_k must be True or False, got {cfg['stream_k']!r}")
     if not isinstance(cfg["clamp_scales"], bool):
         raise TypeError(f"clamp_scales must be True or False, got {cfg['clamp_scales']!r}")
+    if not isinstance(cfg["scale_index32"], bool):
+        raise TypeError(f"scale_index32 must be True or False, got {cfg['scale_index32']!r}")
     if cfg["stream_k"] and cfg["cluster"] != 1:
         raise ValueError("stream_k splits tiles between single CTAs; it takes cluster=1")
     if "stages" not in over:  # the default ring, as deep as shared memory allows
@@ -125,7 +127,8 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
             cfg["stages"] -= 1
     suffix = "_s{stages}_g{group_m}_{epilogue}".format(**cfg) + ("_ov" if cfg["overlap"] else "") \
         + (f"_cl{cfg['cluster']}" if cfg["cluster"] > 1 else "") + ("_pp" if cfg["schedule"] == "pingpong" else "") + ("_sk" if cfg["stream_k"] else "") \
-        + ("" if cfg["clamp_scales"] else "_checked") + (f"_wd{cfg['wide_stores']}" if cfg["wide_stores"] else "")
+        + ("" if cfg["clamp_scales"] else "_checked") + (f"_wd{cfg['wide_stores']}" if cfg["wide_stores"] else "") \
+        + ("_i32" if cfg["scale_index32"] else "")
     name = (name or "tiles_gemm_fp8_{ot}_{BM}x{BN}x{BK}".format(ot=ot, **cfg)) + suffix
     smem = _smem(cfg, BM, BN, BK)
     if smem > SMEM_LIMIT:
@@ -227,6 +230,8 @@ class Fp8GemmLowering(Lowering):
                 # store: 1.00-1.016x at the three issue shapes with 128-wide tiles in two runs, 0.96 /
                 # 0.94x at the two with BN = 256 (H200, session 17, bench/epilogue_ab.py)
                 options.update(epilogue="regs", wide_stores=4)
+        if scale_offsets_fit(A, SA, SB):
+            options["scale_index32"] = True
         key = (id(kfn.trace(A, B, SA, SB, C, **kwargs)), tuple(sorted(options.items())))
         low = cls._lowered.get(key)
         if low is None:  # lowering renders a template: once per specialization, not per call
@@ -239,6 +244,14 @@ class Fp8GemmLowering(Lowering):
         go = cls.prepare(backend, kfn, *args, **kwargs)
         if go is not None:
             go()
+
+
+def scale_offsets_fit(A, SA, SB) -> bool:
+    """Whether the scale loads' K offsets (K block x the scales' K stride, in elements) stay below 2^31,
+    so the kernel may take them in 32 bits (option scale_index32). Rows and blocks are offset once a
+    tile, in 64 bits, either way."""
+    last = -(-A.shape[1] // 128) - 1
+    return last * max(SA.stride(1), SB.stride(2)) < 2 ** 31
 
 
 _kernels: dict = {}  # (entry, source, device) -> loaded Kernel
@@ -296,6 +309,9 @@ def bind(kern: dict, A, B, SA, SB, C, sms: Optional[int] = None):
     if M == 0 or N == 0 or K == 0:
         return None
     cfg = kern["cfg"]
+    if cfg["scale_index32"] and not scale_offsets_fit(A, SA, SB):
+        raise ValueError(f"scale_index32: the scales' K offsets pass 2^31 elements (a_scale strides {SA.stride()}, "
+                         f"b_scale {SB.stride()}, K={K}); this kernel takes them in 32 bits, use scale_index32=False")
     # K-major operands (the fp8 wgmma's only form) with 16-byte aligned rows for TMA, as bytes
     ops8 = []
     for t in (A, B):
