@@ -3,6 +3,7 @@
     PYTHONPATH=.:bench python3 bench/fp8_ab.py tiles    # tile shapes and the scale loads
     PYTHONPATH=.:bench python3 bench/fp8_ab.py knobs    # clusters and the grouped order
     PYTHONPATH=.:bench python3 bench/fp8_ab.py groups --suite   # the grouped order, timed as the suite times
+    PYTHONPATH=.:bench python3 bench/fp8_ab.py before bench/ab_before_fp8_REV.json [--suite]  # against REV's
 
 `tiles`:
 * `launched`: what tiles.gemm_fp8 runs (lower_fp8.choose; with BN 256 the turns), clamped scale loads;
@@ -21,6 +22,7 @@ Outputs are compared bitwise with the unsplit launched kernel's where both sum e
 order (stream-K's splits change the order of one addition), then all are timed interleaved
 (hopper_gemm_tiles.timed) next to torch._scaled_mm row-wise; TFLOP/s.
 """
+import json
 import sys
 
 import torch
@@ -67,7 +69,14 @@ def launch_all(sets, vs):
     made timeable over the sets, next to row-wise torch._scaled_mm: (fns, outputs)."""
     fns, outs = {}, {}
     for label, cfg in vs.items():
-        gos = [lower_fp8.launcher(x["a"], x["b"], x["sa"], x["sb"], **cfg) for x in sets]
+        if "source" in cfg:  # a rendered kernel (fp8_source's dict, e.g. from render_before.py)
+            gos = []
+            for x in sets:
+                out = torch.empty(x["a"].shape[0], x["b"].shape[0], dtype=torch.bfloat16, device="cuda")
+                sb = x["sb"].unsqueeze(1).expand(x["sb"].shape[0], 128, x["sb"].shape[1])
+                gos.append((lower_fp8.bind(cfg, x["a"], x["b"], x["sa"], sb, out), out))
+        else:
+            gos = [lower_fp8.launcher(x["a"], x["b"], x["sa"], x["sb"], **cfg) for x in sets]
         gos[0][1].fill_(float("nan"))
         gos[0][0]()
         outs[label] = gos[0][1].clone()
@@ -85,8 +94,18 @@ def group_variants(M, N, K, sms):
             **{f"group{g}": dict(cfg, group_m=g) for g in (4, 12, 16, 24)}}
 
 
-def main(which, suite=False):
-    variants = {"tiles": tile_variants, "knobs": knob_variants, "groups": group_variants}[which]
+def before_variants(path):
+    """The launched configuration against the same one rendered from an earlier commit's templates."""
+    kerns = json.load(open(path))
+
+    def variants(M, N, K, sms):
+        return {"launched": launched(M, N, K, sms), "before": kerns[f"{M},{N},{K}"]}
+    return variants
+
+
+def main(which, suite=False, before=None):
+    variants = {"tiles": tile_variants, "knobs": knob_variants, "groups": group_variants,
+                "before": before and before_variants(before)}[which]
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for M, N, K in SHAPES:
         # the suite's rotation: enough sets that consecutive launches miss in L2
@@ -94,7 +113,7 @@ def main(which, suite=False):
         sets = [fp8.make_set(M, N, K, torch.device("cuda"), seed) for seed in range(n_sets)]
         vs = variants(M, N, K, sms)
         fns, outs = launch_all(sets, vs)
-        unsplit = [label for label, cfg in vs.items() if not cfg.get("stream_k")]
+        unsplit = [label for label, cfg in vs.items() if not cfg.get("cfg", cfg).get("stream_k")]
         same = {label: torch.equal(outs[unsplit[0]], outs[label]) for label in unsplit}
         if not unsplit:  # every variant splits: the split tiles' partial sums may add in another order
             ref = outs["launched"].float()
@@ -109,4 +128,4 @@ def main(which, suite=False):
 
 if __name__ == "__main__":
     args = [a for a in sys.argv[1:] if a != "--suite"]
-    main(args[0] if args else "tiles", "--suite" in sys.argv[1:])
+    main(args[0] if args else "tiles", "--suite" in sys.argv[1:], args[1] if len(args) > 1 else None)

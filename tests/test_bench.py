@@ -69,3 +69,21 @@ def test_committed_results_pass_the_schema():
     files = [os.path.join(d, f) for f in os.listdir(d) if f.endswith(".json")] if os.path.isdir(d) else []
     for f in files:
         report.validate(json.load(open(f)), f)
+
+
+def test_each_launch_takes_the_next_input_set():
+    """Consecutive timed launches never share an input set (one that fits in L2 would be found there by
+    the second), and every impl is timed once a rep, in the same order."""
+    import torch
+
+    from tiles.bench.run import time_interleaved
+
+    seen = []
+    impls = {name: (lambda x, name=name: seen.append((name, x))) for name in ("tiles", "cublas", "other")}
+    sets = ["s0", "s1", "s2", "s3"]
+    times = time_interleaved(impls, sets, torch.device("cpu"), reps=6, budget_s=10.0)
+    assert {n: len(t) for n, t in times.items()} == {"tiles": 6, "cublas": 6, "other": 6}
+    timed = seen[2 * len(impls):]  # after the warm-up (each impl on the first two sets)
+    assert [n for n, _ in timed] == ["tiles", "cublas", "other"] * 6
+    assert all(a[1] != b[1] for a, b in zip(timed, timed[1:])), timed
+    assert {x for n, x in timed if n == "cublas"} == set(sets)  # every impl meets more than one set
