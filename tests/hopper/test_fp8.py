@@ -86,17 +86,6 @@ def test_scale_offsets_in_32_bits_only_where_they_fit(tmp_path):
         lower_fp8.fp8_source("bf16", scale_index32=1)
 
 
-def test_stage_descriptors_where_registers_allow():
-    """128 x 128 tiles in two consumer warpgroups take each ring stage's descriptors as stage 0's plus an
-    offset (two descriptors held in registers); BN = 256 and three consumers, short of registers, build
-    each stage's from its address."""
-    held = "mma_half<0>(part, da0, db0, pos.stage)"
-    assert held in lower_fp8.fp8_source("bf16", epilogue="regs", wide_stores=4)["source"]
-    for cfg in (dict(BN=256, schedule="pingpong"), dict(BM=192)):
-        src = lower_fp8.fp8_source("bf16", **cfg)["source"]
-        assert held not in src and "mma_half<0>(part, S, cw * WG_ROWS, pos.stage)" in src, cfg
-
-
 def test_f32_output_compiles():
     k = lower_fp8.fp8_source("float32")
     c = runtime.compile_cuda(k["source"], name=k["name"] + ".cu", cache=False)
