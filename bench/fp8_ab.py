@@ -15,6 +15,7 @@
 single CTAs), group 16 and 4 in the grouped order, and (where the launcher splits) without stream-K.
 `groups` (session 18): the launched tile visited 4, 12, 16 or 24 tile rows at a time (launched: 8), and
 `i64`: the scale loads' K offsets in 64 bits (launched: 32, option scale_index32).
+`narrow` (session 18): 128 x 96 tiles against 128 x 128 (both unsplit), and 96 with 8 ring stages.
 `--suite` times as the standard suite does (hopper_gemm_tiles.suite_timed) instead of 20 launches back
 to back.
 
@@ -94,6 +95,14 @@ def group_variants(M, N, K, sms):
             **{f"group{g}": dict(cfg, group_m=g) for g in (4, 12, 16, 24)}}
 
 
+def narrow_variants(M, N, K, sms):
+    """Session 18: 128 x 96 tiles (the launcher's where 128-wide ones leave SMs idle) against 128 x 128,
+    unsplit, and with a ring of 8 stages (28 KB a stage)."""
+    tile = dict(BM=128, stream_k=False, epilogue="regs", wide_stores=4, scale_index32=True)
+    return {"launched": launched(M, N, K, sms), "bn128": dict(tile, BN=128), "bn96": dict(tile, BN=96),
+            "bn96_s8": dict(tile, BN=96, stages=8)}
+
+
 def before_variants(path):
     """The launched configuration against the same one rendered from an earlier commit's templates."""
     kerns = json.load(open(path))
@@ -104,7 +113,7 @@ def before_variants(path):
 
 
 def main(which, suite=False, before=None):
-    variants = {"tiles": tile_variants, "knobs": knob_variants, "groups": group_variants,
+    variants = {"tiles": tile_variants, "knobs": knob_variants, "groups": group_variants, "narrow": narrow_variants,
                 "before": before and before_variants(before)}[which]
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for M, N, K in SHAPES:

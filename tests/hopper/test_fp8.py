@@ -37,14 +37,16 @@ def _lowered(**options):
                                      {"clamp_scales": False}, {"epilogue": "regs", "wide_stores": 2},
                                      {"BN": 256, "schedule": "pingpong", "epilogue": "regs", "wide_stores": 4},
                                      {"epilogue": "regs", "wide_stores": 4, "scale_index32": True},
-                                     {"BN": 256, "schedule": "pingpong", "stream_k": True, "scale_index32": True}])
+                                     {"BN": 256, "schedule": "pingpong", "stream_k": True, "scale_index32": True},
+                                     {"BN": 96, "epilogue": "regs", "wide_stores": 4, "scale_index32": True},
+                                     {"BN": 96, "epilogue": "regs", "overlap": False}])
 def test_lowers_and_compiles_with_qgmma(options, tmp_path):
     low = _lowered(**options)
     assert "mma(part, a, b, tb=True, accumulate=False)" in low.source  # the tile program, quoted
     c = runtime.compile_cuda(low.source, name=low.entry + ".cu", cache=False)
     assert_no_spills(c, low.entry, tmp_path)
     sass = disassemble(c.cubin, tmp_path)
-    assert "QGMMA.64x128x32.F32.E4M3.E4M3" in sass
+    assert f"QGMMA.64x{96 if options.get('BN') == 96 else 128}x32.F32.E4M3.E4M3" in sass
     assert "HGMMA" not in sass and "HMMA" not in sass
     for needle in ("UTMALDG.2D", "SYNCS", "USETMAXREG"):
         assert needle in sass, needle
@@ -86,6 +88,23 @@ def test_scale_offsets_in_32_bits_only_where_they_fit(tmp_path):
         lower_fp8.fp8_source("bf16", scale_index32=1)
 
 
+def test_narrow_tiles_where_128_wide_ones_leave_sms_idle():
+    """128 x 96 tiles: 1024 x 1536 has 96 tiles of 128 x 128 for 132 SMs and 128 of 128 x 96. They store
+    from registers (96 columns are not whole 64-column TMA boxes), take clamped scales and no stream-K;
+    the promotion picks each 8-column group's B scale at one of three splits."""
+    assert lower_fp8.choose(1024, 1536, 7168, 132) == dict(BM=128, BN=96, stream_k=False)
+    assert lower_fp8.choose(8192, 8192, 8192, 132)["BN"] == 256
+    src = lower_fp8.fp8_source("bf16", BN=96, epilogue="regs")["source"]
+    assert all(f"promote_split<{n}>(acc, part, s)" in src for n in (4, 8, 12))
+    assert "split((BN * tn + BN - 1) / 128 == BN * tn / 128 ? 12" in src
+    for bad in (dict(epilogue="tma"), dict(epilogue="regs", stream_k=True), dict(epilogue="regs", cluster=2),
+                dict(epilogue="regs", clamp_scales=False)):
+        with pytest.raises(ValueError, match="BN=96 takes"):
+            lower_fp8.fp8_source("bf16", BN=96, **bad)
+    low = _lowered(BN=96, epilogue="regs")
+    assert "_128x96x128_" in low.entry
+
+
 def test_f32_output_compiles():
     k = lower_fp8.fp8_source("float32")
     c = runtime.compile_cuda(k["source"], name=k["name"] + ".cu", cache=False)
@@ -96,7 +115,7 @@ def test_refuses_other_shapes_and_formats():
     import torch
 
     a, kw = _examples()["gemm_fp8"]
-    with pytest.raises(LoweringError, match="BK and BN must be 128"):
+    with pytest.raises(LoweringError, match="BK must be 128 and BN 128"):
         backends.get("hopper").lower(gemm_fp8, *a, BN=64)
     fnuz = torch.empty(64, 64, dtype=torch.float8_e4m3fnuz, device="meta")
     with pytest.raises(LoweringError, match="gfx942"):
@@ -127,10 +146,11 @@ def test_wide_tiles_and_clusters():
         lower_fp8.fp8_source("bf16", cluster=4)
     # the five issue-#9 shapes on the H200's 132 SMs: each shape's measured best (sessions 14 and 15,
     # bench/hopper_fp8_notes.md): stream-K wherever the last wave is short, except with fewer tiles than SMs,
-    # and 192-row tiles where their 384 tiles fill three waves (6144 x 1536)
+    # and 192-row tiles where their 384 tiles fill three waves (6144 x 1536); 128 x 96 tiles where 128 x 128
+    # ones leave SMs idle (1024 x 1536: 128 tiles against 96, session 18)
     picks = {(m, n, k): tuple(lower_fp8.choose(m, n, k, 132).values()) for m, n, k in
              [(1024, 1536, 7168), (1024, 4608, 7168), (6144, 7168, 2304), (6144, 1536, 7168), (8192, 8192, 8192)]}
-    assert picks == {(1024, 1536, 7168): (128, 128, False), (1024, 4608, 7168): (128, 128, True),
+    assert picks == {(1024, 1536, 7168): (128, 96, False), (1024, 4608, 7168): (128, 128, True),
                      (6144, 7168, 2304): (128, 256, True), (6144, 1536, 7168): (192, 128, False),
                      (8192, 8192, 8192): (128, 256, True)}
     assert lower_fp8.choose(1024, 4224, 4096, 132) == dict(BM=128, BN=128, stream_k=False)  # 264 tiles: two whole waves

@@ -10,7 +10,9 @@ The lowering recognises the tile program's shape and checks each assumption the 
 * BK = BN = 128 (one promotion per scale block; one B scale per tile) and BM = 64 x consumers.
 
 Lowering options (fp8_source's): BN=256 puts two of the program's 128-wide N tiles in one CTA (two
-B scale blocks; the promotion runs per N half), BM=192 takes 192 rows of the program's 128-row tiles in three
+B scale blocks; the promotion runs per N half), BN=96 three quarters of one (a CTA's columns may
+straddle two B scale blocks: the promotion takes each 8-column group's scale; where 128-wide tiles
+leave SMs idle), BM=192 takes 192 rows of the program's 128-row tiles in three
 consumer warpgroups (where 192-row tiles fill the SMs better: each output element is summed exactly as
 with 128 rows), cluster=2 pairs CTAs along M that share each B tile
 through TMA multicast, schedule="pingpong" (BN=256: the two consumer warpgroups take turns issuing their
@@ -53,6 +55,10 @@ BN256_SPEEDUP = 1.08
 # The same for 192 x 128 tiles (three consumer warpgroups), per unit of area (H200, session 15,
 # bench/fp8_ab.py tiles: 1188 TFLOP/s at 8192^3 over 21 waves against BN=256's 1229 over 15.5 + stream-K).
 BM192_SPEEDUP = 1.04
+# The time of a 128 x 96 tile (epilogue from registers, no stream-K) in 128 x 128 tile times: it does
+# three quarters of the work, and its promotion picks each column group's B scale. Used where 128-wide
+# tiles leave SMs idle (1024 x 1536: 96 tiles of 128 x 128 on 132 SMs, 128 of 128 x 96).
+BN96_COST = 0.85
 
 
 # A split tile's extra cost under stream-K, in tile times: its fix-up (a partial sum stored, waited for and
@@ -65,13 +71,15 @@ def choose(M: int, N: int, K: int, sms: int) -> dict:
     """The CTA's tile (BM x BN) and whether to split the last tiles along K (stream-K), for an M x N x K
     problem on `sms` persistent CTAs. Dealt whole, each CTA takes ceil(tiles / sms) tiles in turn, so the
     run takes that many tile times; split, tiles / sms of them plus SK_OVERHEAD. In 128 x 128 tile times,
-    a 128 x 256 tile costs 2 / BN256_SPEEDUP and a 192 x 128 one 1.5 / BM192_SPEEDUP."""
+    a 128 x 256 tile costs 2 / BN256_SPEEDUP, a 192 x 128 one 1.5 / BM192_SPEEDUP and a 128 x 96 one
+    BN96_COST (never split)."""
     kblocks = -(-K // 128)
     best = None
-    for bm, bn, per_tile in ((128, 128, 1.0), (128, 256, 2 / BN256_SPEEDUP), (192, 128, 1.5 / BM192_SPEEDUP)):
+    for bm, bn, per_tile in ((128, 128, 1.0), (128, 256, 2 / BN256_SPEEDUP), (192, 128, 1.5 / BM192_SPEEDUP),
+                             (128, 96, BN96_COST)):
         tiles = -(-M // bm) * -(-N // bn)
         costs = [(-(-tiles // sms) * per_tile, False)]
-        if split_tiles(tiles, sms, kblocks):
+        if bn != 96 and split_tiles(tiles, sms, kblocks):  # 96-wide tiles are not split
             costs.append(((tiles / sms + SK_OVERHEAD) * per_tile, True))
         for cost, sk in costs:
             if best is None or cost < best[0]:
@@ -92,8 +100,14 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
         raise TypeError(f"unknown gemm_fp8 options {sorted(unknown)}; known: {sorted(DEFAULTS)}")
     cfg = dict(DEFAULTS, **over, BM=BM, BN=BN, BK=BK, consumers=consumers)
     ot = gemm_probe.ctype(out_dtype)
-    if BK != 128 or BN not in (128, 256):
-        raise ValueError(f"BK and BN must be 128 (the scale block; BN=256 is two of them), got BK={BK}, BN={BN}")
+    if BK != 128 or BN not in (96, 128, 256):
+        raise ValueError(f"BK must be 128 and BN 128 (the scale block; BN=256 is two of them, BN=96 three quarters "
+                         f"of one), got BK={BK}, BN={BN}")
+    if BN == 96 and (cfg["stream_k"] or cfg["cluster"] != 1 or cfg["epilogue"] != "regs" or not cfg["clamp_scales"]
+                     or consumers != 2 or cfg["schedule"] != "cooperative"):
+        raise ValueError("BN=96 takes two consumer warpgroups, the cooperative schedule, epilogue='regs' (a 96-wide "
+                         "tile is not whole 64-column TMA boxes), cluster=1, clamp_scales=True and no stream_k; got "
+                         f"consumers={consumers}, {({k: cfg[k] for k in ('schedule', 'epilogue', 'cluster', 'clamp_scales', 'stream_k')})}")
     if consumers not in REGS:
         raise ValueError(f"consumers must be one of {sorted(REGS)} (64 rows each), got {consumers}")
     regs = REGS[consumers]
@@ -190,9 +204,9 @@ class Fp8GemmLowering(Lowering):
         g = self.match()
         cfg = self._config(g)
         BN, BM = cfg.pop("BN"), cfg.pop("BM")
-        if BN != g["BN"] and not (g["BN"] == 128 and BN == 256):
+        if BN != g["BN"] and not (g["BN"] == 128 and BN in (96, 256)):
             raise LoweringError(f"hopper: fp8 GEMM option BN={BN}: a CTA takes one or two of the program's "
-                                f"{g['BN']}-wide tiles (BN=128 or 256)")
+                                f"{g['BN']}-wide tiles (BN=128 or 256), or three quarters of one (BN=96)")
         name = f"tiles_{self.k.name}_hopper_{g['C'].dtype.name}_{BM}x{BN}x{g['BK']}"
         try:
             kern = fp8_source(g["C"].dtype.name, name=name, BM=BM, BN=BN, BK=g["BK"],

@@ -404,6 +404,45 @@ template <int TB> struct wgmma_rs<64, f16, TB> {
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TB));
   }
 };
+// ---- N = 96: 48 accumulators per thread
+#define TILES_WGMMA_D96 "{" "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47" "}"
+#define TILES_WGMMA_OPS96(d) "+f"(d[0].x), "+f"(d[0].y), "+f"(d[1].x), "+f"(d[1].y), "+f"(d[2].x), "+f"(d[2].y), "+f"(d[3].x), "+f"(d[3].y), "+f"(d[4].x), "+f"(d[4].y), "+f"(d[5].x), "+f"(d[5].y), "+f"(d[6].x), "+f"(d[6].y), "+f"(d[7].x), "+f"(d[7].y), "+f"(d[8].x), "+f"(d[8].y), "+f"(d[9].x), "+f"(d[9].y), "+f"(d[10].x), "+f"(d[10].y), "+f"(d[11].x), "+f"(d[11].y), "+f"(d[12].x), "+f"(d[12].y), "+f"(d[13].x), "+f"(d[13].y), "+f"(d[14].x), "+f"(d[14].y), "+f"(d[15].x), "+f"(d[15].y), "+f"(d[16].x), "+f"(d[16].y), "+f"(d[17].x), "+f"(d[17].y), "+f"(d[18].x), "+f"(d[18].y), "+f"(d[19].x), "+f"(d[19].y), "+f"(d[20].x), "+f"(d[20].y), "+f"(d[21].x), "+f"(d[21].y), "+f"(d[22].x), "+f"(d[22].y), "+f"(d[23].x), "+f"(d[23].y)
+template <int TA, int TB> struct wgmma_ss<96, bf16, TA, TB> {
+  static __device__ __forceinline__ void run(float2 (&d)[24], u64 desc_a, u64 desc_b, int scale_d) {
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %50, 0;\n"
+                 " wgmma.mma_async.sync.aligned.m64n96k16.f32.bf16.bf16 " TILES_WGMMA_D96
+                 ", %48, %49, p, 1, 1, %51, %52;\n}\n"
+                 : TILES_WGMMA_OPS96(d)
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TA), "n"(TB));
+  }
+};
+template <int TB> struct wgmma_rs<96, bf16, TB> {
+  static __device__ __forceinline__ void run(float2 (&d)[24], const u32 (&a)[4], u64 desc_b, int scale_d) {
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %53, 0;\n"
+                 " wgmma.mma_async.sync.aligned.m64n96k16.f32.bf16.bf16 " TILES_WGMMA_D96
+                 ", {%48, %49, %50, %51}, %52, p, 1, 1, %54;\n}\n"
+                 : TILES_WGMMA_OPS96(d)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TB));
+  }
+};
+template <int TA, int TB> struct wgmma_ss<96, f16, TA, TB> {
+  static __device__ __forceinline__ void run(float2 (&d)[24], u64 desc_a, u64 desc_b, int scale_d) {
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %50, 0;\n"
+                 " wgmma.mma_async.sync.aligned.m64n96k16.f32.f16.f16 " TILES_WGMMA_D96
+                 ", %48, %49, p, 1, 1, %51, %52;\n}\n"
+                 : TILES_WGMMA_OPS96(d)
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TA), "n"(TB));
+  }
+};
+template <int TB> struct wgmma_rs<96, f16, TB> {
+  static __device__ __forceinline__ void run(float2 (&d)[24], const u32 (&a)[4], u64 desc_b, int scale_d) {
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %53, 0;\n"
+                 " wgmma.mma_async.sync.aligned.m64n96k16.f32.f16.f16 " TILES_WGMMA_D96
+                 ", {%48, %49, %50, %51}, %52, p, 1, 1, %54;\n}\n"
+                 : TILES_WGMMA_OPS96(d)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TB));
+  }
+};
 // ---- N = 128: 64 accumulators per thread
 #define TILES_WGMMA_D128 "{" "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63" "}"
 #define TILES_WGMMA_OPS128(d) "+f"(d[0].x), "+f"(d[0].y), "+f"(d[1].x), "+f"(d[1].y), "+f"(d[2].x), "+f"(d[2].y), "+f"(d[3].x), "+f"(d[3].y), "+f"(d[4].x), "+f"(d[4].y), "+f"(d[5].x), "+f"(d[5].y), "+f"(d[6].x), "+f"(d[6].y), "+f"(d[7].x), "+f"(d[7].y), "+f"(d[8].x), "+f"(d[8].y), "+f"(d[9].x), "+f"(d[9].y), "+f"(d[10].x), "+f"(d[10].y), "+f"(d[11].x), "+f"(d[11].y), "+f"(d[12].x), "+f"(d[12].y), "+f"(d[13].x), "+f"(d[13].y), "+f"(d[14].x), "+f"(d[14].y), "+f"(d[15].x), "+f"(d[15].y), "+f"(d[16].x), "+f"(d[16].y), "+f"(d[17].x), "+f"(d[17].y), "+f"(d[18].x), "+f"(d[18].y), "+f"(d[19].x), "+f"(d[19].y), "+f"(d[20].x), "+f"(d[20].y), "+f"(d[21].x), "+f"(d[21].y), "+f"(d[22].x), "+f"(d[22].y), "+f"(d[23].x), "+f"(d[23].y), "+f"(d[24].x), "+f"(d[24].y), "+f"(d[25].x), "+f"(d[25].y), "+f"(d[26].x), "+f"(d[26].y), "+f"(d[27].x), "+f"(d[27].y), "+f"(d[28].x), "+f"(d[28].y), "+f"(d[29].x), "+f"(d[29].y), "+f"(d[30].x), "+f"(d[30].y), "+f"(d[31].x), "+f"(d[31].y)
@@ -488,6 +527,15 @@ template <> struct wgmma_ss<64, fp8e4m3, 0, 0> {
                  " wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 " TILES_WGMMA_D64
                  ", %32, %33, p, 1, 1;\n}\n"
                  : TILES_WGMMA_OPS64(d)
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+  }
+};
+template <> struct wgmma_ss<96, fp8e4m3, 0, 0> {
+  static __device__ __forceinline__ void run(float2 (&d)[24], u64 desc_a, u64 desc_b, int scale_d) {
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %50, 0;\n"
+                 " wgmma.mma_async.sync.aligned.m64n96k32.f32.e4m3.e4m3 " TILES_WGMMA_D96
+                 ", %48, %49, p, 1, 1;\n}\n"
+                 : TILES_WGMMA_OPS96(d)
                  : "l"(desc_a), "l"(desc_b), "r"(scale_d));
   }
 };
