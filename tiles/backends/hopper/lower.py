@@ -94,7 +94,7 @@ class HopperLowering(Lowering):
         # 128 x 256 tiles visited 16 tile rows at a time: the 132 tiles in flight then span about 16
         # rows x 8 columns, where a 128 x 256 tile's A (16 KB a k-block) and B (32 KB) cost L2 the
         # least unique bytes together (rows = sqrt(2 x 132)). +0.9 to +1.7 % over 8 rows at the
-        # suite's nine shapes of at least 4096^2 (H200, session 18, bench/deferred_store_ab.py --suite)
+        # suite's eight shapes past one wave (H200, session 18, bench/deferred_store_ab.py --suite)
         return {"group": 16} if best == 256 else {"BN": best}
 
     # ---------------------------------------------------------------- rendering
@@ -119,7 +119,7 @@ class HopperLowering(Lowering):
             cfg.update(epilogue="regs", wide_stores=4)
         if g["BN"] == 256 and g["C"].dtype.name in ("bf16", "f16"):
             # each tile packed to 16 bits and stored under the next tile's first k-block: +0.1 to +0.5 %
-            # at all ten suite shapes alone, +0.2 to +0.5 % over group 16 at eight of nine (H200, session 18)
+            # at all ten suite shapes alone, +0.1 to +0.4 % over group 16 at eight of nine (H200, session 18)
             cfg["deferred_store"] = True
         cfg.update(self.options)
         cfg = gemm_probe._fit_defaults(cfg, cfg.get("b_kmajor", False))  # e.g. no multicast for 128 x 64 tiles

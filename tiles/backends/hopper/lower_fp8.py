@@ -55,10 +55,11 @@ BN256_SPEEDUP = 1.08
 # The same for 192 x 128 tiles (three consumer warpgroups), per unit of area (H200, session 15,
 # bench/fp8_ab.py tiles: 1188 TFLOP/s at 8192^3 over 21 waves against BN=256's 1229 over 15.5 + stream-K).
 BM192_SPEEDUP = 1.04
-# The time of a 128 x 96 tile (epilogue from registers, no stream-K) in 128 x 128 tile times: it does
-# three quarters of the work, and its promotion picks each column group's B scale. Used where 128-wide
-# tiles leave SMs idle (1024 x 1536: 96 tiles of 128 x 128 on 132 SMs, 128 of 128 x 96).
-BN96_COST = 0.85
+# The time of a 128 x 96 tile (epilogue from registers, no stream-K) in 128 x 128 tile times: three
+# quarters of the work, but 0.93-0.95 of the time (H200, session 18: one wave of each at 1024 x 1536 x
+# 7168, 957 against 909 TFLOP/s back to back, 903 against 842 in the suite's timing). It wins where
+# 128-wide tiles leave SMs idle (there: 96 tiles of 128 x 128 on 132 SMs, 128 of 128 x 96).
+BN96_COST = 0.94
 
 
 # A split tile's extra cost under stream-K, in tile times: its fix-up (a partial sum stored, waited for and
