@@ -70,6 +70,15 @@ def reference(x):
     return dequantize(x["a"], x["sa"].double(), 1) @ dequantize(x["b"], x["sb"].double(), BLOCK).T
 
 
+def error_and_bound(out, x):
+    """TESTING.md's rule for an fp8 GEMM's output: its largest error against the float64 reference, and
+    the bound it must stay within, 2 E(C_lp) + fl with C_lp the bf16 matmul of the dequantized operands."""
+    ref = reference(x)
+    lp = torch.matmul(x["a_bf"], x["b_bf"].t()).double()
+    fl = 2 * ((ref + 0.3 - 0.3) - ref).abs().max().item()
+    return (out.double() - ref).abs().max().item(), 2 * (lp - ref).abs().max().item() + fl + 1e-9
+
+
 def reference_rowwise(x):
     return (x["a"].double() * x["sa_row"].double()) @ (x["b"].double() * x["sb_row"].double().t()).T
 
