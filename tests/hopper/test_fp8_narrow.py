@@ -2,8 +2,8 @@
 straddles two B scale blocks wherever 96 tn mod 128 is 32 or 64, and its promotion switches scale at
 column group 4 or 8: every column must still take its own block's scale. Checked bitwise against the
 128-wide tiles (the same K-block products and the same promotion, per element) at shapes whose tiles
-meet all three splits, with M, N and K tails, and against the float64 bound through tiles.gemm_fp8
-where the launcher picks them."""
+meet all three splits, with M, N and K tails, and against the float64 bound (through tiles.gemm_fp8
+where the launcher picks them: test_fp8_scales.py)."""
 from __future__ import annotations
 
 import pytest
@@ -33,21 +33,3 @@ def test_96_wide_tiles_store_the_128_wide_tiles_bits(mnk, overlap):
     err, bound = fp8.error_and_bound(outs[96], x)
     assert err <= bound, (err, bound)
     assert torch.equal(outs[96], outs[128])
-
-
-@pytest.mark.parametrize("mnk", [(1024, 1536, 768), (1000, 1500, 700)])
-def test_96_wide_tiles_through_gemm_fp8(mnk):
-    needs.hopper_gpu()
-    import tiles
-    from tiles.backends.hopper import runtime
-    from tiles.bench import fp8
-
-    M, N, K = mnk
-    if lower_fp8.choose(M, N, K, runtime.num_sms())["BN"] != 96:
-        pytest.skip(f"choose() does not pick 96-wide tiles for {mnk} on {runtime.num_sms()} SMs")
-    x = fp8.make_set(M, N, K, torch.device("cuda"), M + N + K)
-    out = tiles.gemm_fp8(x["a"], x["b"], x["sa"], x["sb"], backend="hopper")
-    entries = [low.entry for low in lower_fp8.Fp8GemmLowering._lowered.values()]
-    assert any("_128x96x128_" in e for e in entries), entries
-    err, bound = fp8.error_and_bound(out, x)
-    assert err <= bound, (err, bound)

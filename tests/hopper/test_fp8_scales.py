@@ -4,7 +4,7 @@ predicated zero, so every scale load in the loop is unconditional. Their product
 the stored output must be bitwise what the checked loads give. On the CPU: the option renders and
 compiles, with fewer loop instructions and no spills. On an sm_90 GPU: bitwise equality with the checked
 loads at shapes with M and N tails (both widths and 192-row tiles, with and without stream-K) and the
-float64 bound; and 192-row tiles through tiles.gemm_fp8 where the launcher picks them."""
+float64 bound; and 192-row and 128 x 96 tiles through tiles.gemm_fp8 where the launcher picks them."""
 from __future__ import annotations
 
 import pytest
@@ -63,21 +63,25 @@ def test_clamped_scales_store_the_same_bits_on_the_gpu(cfg, mnk, grid):
     assert err <= bound, (err, bound)
 
 
-@pytest.mark.parametrize("mnk", [(6144, 1536, 384), (6000, 1500, 300)])
-def test_192_row_tiles_through_gemm_fp8(mnk):
-    """Where choose() picks 192-row tiles (three consumer warpgroups; 6144 x 1536 on 132 SMs), tiles.gemm_fp8
-    launches them and stays within the float64 bound, tails included."""
+@pytest.mark.parametrize("mnk,key,width,entry", [((6144, 1536, 384), "BM", 192, "_192x128x128_"),
+                                                 ((6000, 1500, 300), "BM", 192, "_192x128x128_"),
+                                                 ((1024, 1536, 768), "BN", 96, "_128x96x128_"),
+                                                 ((1000, 1500, 700), "BN", 96, "_128x96x128_")])
+def test_chosen_tiles_through_gemm_fp8(mnk, key, width, entry):
+    """Where choose() picks 192-row tiles (three consumer warpgroups; 6144 x 1536 on 132 SMs) or 128 x 96
+    ones (1024 x 1536: 128 tiles where 128 x 128 gives 96), tiles.gemm_fp8 launches them and stays within
+    the float64 bound, tails included."""
     needs.hopper_gpu()
     import tiles
     from tiles.backends.hopper import runtime
     from tiles.bench import fp8
 
     M, N, K = mnk
-    if lower_fp8.choose(M, N, K, runtime.num_sms())["BM"] != 192:
-        pytest.skip(f"choose() does not pick 192-row tiles for {mnk} on {runtime.num_sms()} SMs")
+    if lower_fp8.choose(M, N, K, runtime.num_sms())[key] != width:
+        pytest.skip(f"choose() does not pick {key}={width} for {mnk} on {runtime.num_sms()} SMs")
     x = fp8.make_set(M, N, K, torch.device("cuda"), M + N + K)
     out = tiles.gemm_fp8(x["a"], x["b"], x["sa"], x["sb"], backend="hopper")
     entries = [low.entry for low in lower_fp8.Fp8GemmLowering._lowered.values()]
-    assert any("_192x128x128_" in e for e in entries), entries
+    assert any(entry in e for e in entries), entries
     err, bound = fp8.error_and_bound(out, x)
     assert err <= bound, (err, bound)
