@@ -42,7 +42,8 @@ def launched_config(a, b):
     return {k: v for k, v in low.notes["config"].items() if k in gemm_probe.DEFAULTS}
 
 
-VARIANTS = {"deferred": dict(deferred_store=True), "plain": dict(deferred_store=False, group_m=8), **{f"g{g}": dict(group_m=g) for g in (4, 12, 16, 24, 32)},
+VARIANTS = {"deferred": dict(deferred_store=True), "plain": dict(deferred_store=False, group_m=8),
+            **{f"g{g}": dict(group_m=g) for g in (4, 12, 16, 24, 32)},
             **{f"ds_g{g}": dict(deferred_store=True, group_m=g) for g in (4, 12, 16, 24, 32)}}
 
 

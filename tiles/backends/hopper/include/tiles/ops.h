@@ -51,7 +51,8 @@ template <typename U, typename T> struct pair_cvt {
 template <typename T> struct pair_cvt<T, T> {
   static __device__ __forceinline__ typename pair_of<T>::type go(const typename pair_of<T>::type& x) { return x; }
 };
-template <typename U, typename T> __device__ __forceinline__ typename pair_of<U>::type convert_pair(const typename pair_of<T>::type& x) {
+template <typename U, typename T>
+__device__ __forceinline__ typename pair_of<U>::type convert_pair(const typename pair_of<T>::type& x) {
   return pair_cvt<U, T>::go(x);
 }
 
