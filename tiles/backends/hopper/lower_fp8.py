@@ -239,13 +239,7 @@ class Fp8GemmLowering(Lowering):
         tma_out = C.stride(1) == 1 and (C.stride(0) * C.element_size()) % 16 == 0 and C.data_ptr() % 16 == 0
         options = {} if tma_out else {"epilogue": "regs"}
         if kwargs.get("BN", 128) == 128 and kwargs.get("BM", 128) == 128:  # the CTA's tile, by the tile count
-            options.update(choose(A.shape[0], B.shape[0], A.shape[1], runtime.num_sms()))
-            if options["BN"] == 256:
-                options["schedule"] = "pingpong"  # bench/hopper_fp8_notes.md, session 12
-            else:  # stores from registers, 4 pairs of a row a store (ops.h store_wide), over the TMA
-                # store: 1.00-1.016x at the three issue shapes with 128-wide tiles in two runs, 0.96 /
-                # 0.94x at the two with BN = 256 (H200, session 17, bench/epilogue_ab.py)
-                options.update(epilogue="regs", wide_stores=4)
+            options.update(launch_options(A.shape[0], B.shape[0], A.shape[1], runtime.num_sms()))
         if scale_offsets_fit(A, SA, SB):
             options["scale_index32"] = True
         key = (id(kfn.trace(A, B, SA, SB, C, **kwargs)), tuple(sorted(options.items())))
@@ -260,6 +254,20 @@ class Fp8GemmLowering(Lowering):
         go = cls.prepare(backend, kfn, *args, **kwargs)
         if go is not None:
             go()
+
+
+def launch_options(M: int, N: int, K: int, sms: int) -> dict:
+    """The options the launcher takes for an M x N x K problem on `sms` SMs (where the caller leaves the
+    tile open): choose's tile, with turns at BN = 256 (session 12) and, with the narrower tiles, stores
+    from registers, 4 pairs of a row a store (ops.h store_wide): 1.00-1.016x the TMA store at the three
+    issue shapes with 128-wide tiles in two runs, 0.96 / 0.94x at the two with BN = 256 (H200, session
+    17, bench/epilogue_ab.py). scale_index32 depends on the scales' strides: the caller adds it."""
+    options = choose(M, N, K, sms)
+    if options["BN"] == 256:
+        options["schedule"] = "pingpong"
+    else:
+        options.update(epilogue="regs", wide_stores=4)
+    return options
 
 
 def scale_offsets_fit(A, SA, SB) -> bool:
