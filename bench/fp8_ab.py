@@ -4,7 +4,6 @@
     PYTHONPATH=.:bench python3 bench/fp8_ab.py knobs    # clusters and the grouped order
     PYTHONPATH=.:bench python3 bench/fp8_ab.py groups --suite   # the grouped order, timed as the suite times
     PYTHONPATH=.:bench python3 bench/fp8_ab.py before bench/ab_before_fp8_REV.json [--suite]  # against REV's
-    PYTHONPATH=.:bench python3 bench/fp8_ab.py smem [--suite]   # the scales through shared memory
 
 `tiles`:
 * `launched`: what tiles.gemm_fp8 runs (lower_fp8.choose; with BN 256 the turns), clamped scale loads;
@@ -17,7 +16,6 @@ single CTAs), group 16 and 4 in the grouped order, and (where the launcher split
 `groups` (session 18): the launched tile visited 4, 12, 16 or 24 tile rows at a time (launched: 8), and
 `i64`: the scale loads' K offsets in 64 bits (launched: 32, option scale_index32).
 `narrow` (session 18): 128 x 96 tiles against 128 x 128 (both unsplit), and 96 with 8 ring stages.
-`smem` (session 19): the scales through shared memory (smem_scales) against the consumers' global loads.
 `--suite` times as the standard suite does (hopper_gemm_tiles.suite_timed) instead of 20 launches back
 to back.
 
@@ -101,19 +99,6 @@ def narrow_variants(M, N, K, sms):
             "bn96_s8": dict(tile, BN=96, stages=8)}
 
 
-def smem_variants(M, N, K, sms):
-    """Session 19: the scales through shared memory (smem_scales: a producer warp copies them with
-    cp.async) against the consumers' own global loads. With 128 x 256 tiles the TMA epilogue's staging
-    leaves room for 3 stages beside the scales, stores from registers for 4; 128 x 128 tiles there too."""
-    cfg = launched(M, N, K, sms)
-    out = {"launched": cfg, "ss": dict(cfg, smem_scales=True)}
-    if cfg["BN"] == 256:
-        out["ss_regs"] = dict(cfg, smem_scales=True, epilogue="regs", wide_stores=4, stages=4)
-        out["bn128_ss"] = dict(BM=128, BN=128, epilogue="regs", wide_stores=4, scale_index32=True, smem_scales=True)
-        out["bn128_ss_sk"] = dict(out["bn128_ss"], stream_k=True)
-    return out
-
-
 def before_variants(path):
     """The launched configuration against the same one rendered from an earlier commit's templates."""
     kerns = json.load(open(path))
@@ -125,7 +110,7 @@ def before_variants(path):
 
 def main(which, suite=False, before=None):
     variants = {"tiles": tile_variants, "knobs": knob_variants, "groups": group_variants, "narrow": narrow_variants,
-                "smem": smem_variants, "before": before and before_variants(before)}[which]
+                "before": before and before_variants(before)}[which]
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for M, N, K in SHAPES:
         # the suite's rotation: enough sets that consecutive launches miss in L2
@@ -142,8 +127,6 @@ def main(which, suite=False, before=None):
             unsplit = ["launched (within 1% of its largest output)"]
         ms = ht.suite_timed(fns, len(sets)) if suite else ht.timed(fns, rounds=11)
         print(M, N, K, "launched", vs["launched"], "bitwise vs", unsplit[0], same, flush=True)
-        if "ss" in outs:  # the same split, the same order of additions: the same bits
-            print("    ss bitwise equal to launched:", torch.equal(outs["ss"], outs["launched"]), flush=True)
         print("   ", " ".join(f"{n}={2 * M * N * K / (t * 1e-3) / 1e12:.0f}({ms['launched'] / t:.3f})"
                             for n, t in ms.items()), flush=True)
 

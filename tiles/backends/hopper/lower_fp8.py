@@ -20,8 +20,7 @@ wgmmas, ordered by named barriers, so one promotes while the other's run; +0.7 t
 launcher's choice with BN=256), stream_k=True splits the last waves' tiles along K over every SM
 (include/tiles/schedule.h; the launcher passes a workspace and picks the tile and split with `choose`),
 clamp_scales (on: rows past M and blocks past N read the last row's / block's scales, so every scale load
-is unconditional; +2 to +8 % on the H200, session 15), smem_scales (a producer warp copies each stage's
-scales into shared memory with cp.async; the consumers read them beside the stage's operands), plus stages, group_m, overlap, epilogue and the
+is unconditional; +2 to +8 % on the H200, session 15), plus stages, group_m, overlap, epilogue and the
 register split.
 
 The four ops after the mma become one fused promotion (acc += part * (sa[row] * sb)) per thread.
@@ -43,8 +42,7 @@ from . import gemm_probe, runtime, transpose
 
 ARCH = runtime.ARCH
 DEFAULTS = dict(stages=6, group_m=8, producer_regs=None, consumer_regs=None, epilogue="tma", overlap=True, cluster=1,
-                schedule="cooperative", stream_k=False, clamp_scales=True, wide_stores=0, scale_index32=False,
-                smem_scales=False)
+                schedule="cooperative", stream_k=False, clamp_scales=True, wide_stores=0, scale_index32=False)
 # setmaxnreg budgets (producer, consumer) by consumer warpgroups, where the options leave them open: the
 # register file is 64K a SM. Three consumers get 160 each: acc (64) + part (64) fit, a second scratch does not.
 REGS = {1: (40, 232), 2: (40, 232), 3: (24, 160)}
@@ -115,8 +113,6 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
     if consumers not in REGS:
         raise ValueError(f"consumers must be one of {sorted(REGS)} (64 rows each), got {consumers}")
     regs = REGS[consumers]
-    if cfg["smem_scales"] and consumers == 3:
-        regs = (32, regs[1])  # the scale warp's loop spills in 24 registers; 32 + 3 x 160 still fill 64K
     cfg["producer_regs"] = regs[0] if cfg["producer_regs"] is None else cfg["producer_regs"]
     cfg["consumer_regs"] = regs[1] if cfg["consumer_regs"] is None else cfg["consumer_regs"]
     if BN == 256 or consumers == 3:
@@ -140,11 +136,6 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
         raise TypeError(f"clamp_scales must be True or False, got {cfg['clamp_scales']!r}")
     if not isinstance(cfg["scale_index32"], bool):
         raise TypeError(f"scale_index32 must be True or False, got {cfg['scale_index32']!r}")
-    if not isinstance(cfg["smem_scales"], bool):
-        raise TypeError(f"smem_scales must be True or False, got {cfg['smem_scales']!r}")
-    if cfg["smem_scales"] and (cfg["cluster"] != 1 or not cfg["clamp_scales"]):
-        raise ValueError(f"smem_scales (a producer warp copies the scales into shared memory) takes cluster=1 and "
-                         f"clamp_scales=True; got cluster={cfg['cluster']}, clamp_scales={cfg['clamp_scales']}")
     if cfg["stream_k"] and cfg["cluster"] != 1:
         raise ValueError("stream_k splits tiles between single CTAs; it takes cluster=1")
     if "stages" not in over:  # the default ring, as deep as shared memory allows
@@ -153,7 +144,7 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
     suffix = "_s{stages}_g{group_m}_{epilogue}".format(**cfg) + ("_ov" if cfg["overlap"] else "") \
         + (f"_cl{cfg['cluster']}" if cfg["cluster"] > 1 else "") + ("_pp" if cfg["schedule"] == "pingpong" else "") + ("_sk" if cfg["stream_k"] else "") \
         + ("" if cfg["clamp_scales"] else "_checked") + (f"_wd{cfg['wide_stores']}" if cfg["wide_stores"] else "") \
-        + ("_i32" if cfg["scale_index32"] else "") + ("_ss" if cfg["smem_scales"] else "")
+        + ("_i32" if cfg["scale_index32"] else "")
     name = (name or "tiles_gemm_fp8_{ot}_{BM}x{BN}x{BK}".format(ot=ot, **cfg)) + suffix
     smem = _smem(cfg, BM, BN, BK)
     if smem > SMEM_LIMIT:
@@ -167,8 +158,6 @@ def _smem(cfg: dict, BM: int, BN: int, BK: int) -> int:
     smem = cfg["stages"] * (BM + BN) * BK + 1024 + 1024
     if cfg.get("epilogue", DEFAULTS["epilogue"]) == "tma":
         smem += cfg["consumers"] * 2 * 64 * 128
-    if cfg.get("smem_scales"):  # stage_scales: BM row scales and two block scales a stage
-        smem += cfg["stages"] * (BM + 2) * 4
     return smem
 
 

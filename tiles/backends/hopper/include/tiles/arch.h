@@ -173,20 +173,6 @@ __device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
   }
 }
 
-// ---------------------------------------------------------------- cp.async (4-byte copies, Ampere's form)
-// One 4-byte global -> shared copy that completes asynchronously (no register is written, so the
-// issuing thread does not wait for the load); src must be 4-byte aligned.
-__device__ __forceinline__ void cp_async_4(u32 dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src) : "memory");
-}
-// An arrival on the mbarrier once every cp.async this thread issued before it has landed. `noinc`:
-// the arrival counts against the barrier's expected count (init it with this thread included), so a
-// phase cannot complete before this thread's copies have.
-__device__ __forceinline__ void cp_async_arrive_noinc(u32 bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
-}
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
-
 // ---------------------------------------------------------------- TMA (cp.async.bulk.tensor)
 // Coordinates are innermost-first, in elements, as the tensor map's dimensions are. Out-of-bounds
 // elements of the box are written as zeros and still count toward the barrier's transaction bytes.

@@ -24,10 +24,6 @@ __device__ __forceinline__ void expect(barrier& b, int bytes) { arch::mbar_arriv
 template <typename... Tiles> __device__ __forceinline__ void expect_tiles(barrier& b, const Tiles&...) {
   expect(b, (0 + ... + Tiles::bytes));
 }
-// Copy one f32 from global memory into shared memory without waiting for it (cp.async); an
-// arrive_copies on a barrier then counts as this thread's arrival once its copies have landed.
-__device__ __forceinline__ void copy_async(float& dst, const float* src) { arch::cp_async_4(arch::smem_addr(&dst), src); }
-__device__ __forceinline__ void arrive_copies(barrier& b) { arch::cp_async_arrive_noinc(b.addr()); }
 // Block until the phase with this parity completed. Phases alternate 0, 1, 0, ...
 __device__ __forceinline__ void wait(barrier& b, int phase) { arch::mbar_wait(b.addr(), u32(phase)); }
 
