@@ -286,7 +286,9 @@ FOLD = {"base": {}, "nofold": {"fold": False}, "noearly": {"early_release": Fals
         "tested": {"whole_tile_stores": False}, "whole": {"whole_tile_stores": True}, "peel": {"peel": True},
         # session 17: 2 or 4 pairs of a row a global store, swapped in the quad first (ops.h store_wide)
         "wd2": {"wide_stores": 2}, "wd4": {"wide_stores": 4}, "wd4ws": {"wide_stores": 4, "whole_tile_stores": True},
-        "wd0": {"wide_stores": 0}}  # (2 is the default since: a pair a store, as before)
+        "wd0": {"wide_stores": 0},  # (2 is the default since: a pair a store, as before)
+        # session 19: 16-bit outputs through a staging tile per warpgroup and a TMA store
+        "tma": {"tma_store": True}}
 
 
 def schedule(seqs="512,1024,4096,16384", only=None, dims=(128, 64), kernels=("fwd", "dq", "dkdv")):
@@ -343,7 +345,7 @@ def schedule(seqs="512,1024,4096,16384", only=None, dims=(128, 64), kernels=("fw
                         kfn, a, _ = args(kname, sets[i])
                         opts = {**(W.SCHEDULES.get((kname, D)) or {}), **variants[name]}
                         return W.prepare(kfn, *a, D ** -0.5, causal=causal, D=D, options=opts,
-                                         **W.config(kname, D=D))
+                                         **W.config(kname, D=D, causal=causal, Sq=S))  # the launched tile
                     _sweep(kname.replace("attention_", ""), shape, flops, variants, make,
                            lambda i, kname=kname: [sets[i][n] for n in args(kname, sets[i])[2]])
                 sets.clear()

@@ -178,7 +178,7 @@ class WarpSpecializedLowering(Lowering):
         # launch-time overrides (benchmark variants): stages, consumers, pingpong
         known = {"stages", "consumers", "pingpong", "rotate", "hoist", "persistent", "order", "fold", "early_release",
                  "window", "continuous_turns", "uniform_warpgroup", "tree_max", "prefetch", "ds_stages",
-                 "reducer", "whole_tile_stores", "peel", "wide_stores"}
+                 "reducer", "whole_tile_stores", "peel", "wide_stores", "tma_store"}
         unknown = set(self.options) - known
         if unknown:
             self._fail(f"unknown options {sorted(unknown)} (known: {sorted(known)})")
@@ -293,6 +293,28 @@ class WarpSpecializedLowering(Lowering):
             self.reduces[id(o)] = f"{t.name}_red"
         red_bytes = sum(self.consumers * o.ins[0].rows * self.WG_ROWS * 4 for o in k.walk()
                         if isinstance(o, ir.Op) and id(o) in self.reduces)
+        # option tma_store: a 16-bit register tile stored to global memory outside the pipelined loop
+        # goes through a swizzled staging tile per consumer warpgroup and a TMA store, which drops the
+        # rows past the tensor (no bounds test a pair) and lets the warpgroup move on while it drains
+        self.tma_stores: Dict[int, str] = {}
+        if self.options.get("tma_store", False):
+            if self.reduces:
+                self._fail("option tma_store: the staging tiles' named barriers are the TMA reduces' (4 + cw)")
+            loop_ops = {id(x) for x in k.walk([self.loop])}
+            for o in [n for n in k.walk() if isinstance(n, ir.Op) and n.name == "store" and id(n) not in loop_ops]:
+                t, view = o.ins
+                P = view.param
+                if (t.kind != "reg" or t in self.flipped or view.rank != 2 or view.kept[1] != P.rank - 1
+                        or P.rank > 4 or P.dtype.name not in ("bf16", "f16") or t.cols % 64):
+                    continue  # stored from registers, as without the option
+                key = (id(P), self.WG_ROWS)
+                if key in self.maps:
+                    self._fail(f"option tma_store: {P.name} is also loaded", o)
+                self.maps[key] = f"map_{P.name}"
+                self.map_info[self.maps[key]] = (P, self.WG_ROWS, view.kept[0])
+                self.tma_stores[id(o)] = f"{P.name}_out"
+        out_bytes = sum(self.consumers * self.WG_ROWS * o.ins[0].cols * 2 for o in k.walk()
+                        if isinstance(o, ir.Op) and id(o) in self.tma_stores)
         # shared tiles the consumers write (dS for dQ's mma), in two copies by default: a block writes
         # one while the other's last readers may still run, so one barrier a block orders them (below)
         self.written = [o.outs[0] for o in k.walk() if isinstance(o, ir.Op) and o.name == "store_shared"]
@@ -305,7 +327,7 @@ class WarpSpecializedLowering(Lowering):
 
         def smem(stages):  # tiles (1 KB aligned) + reduce staging + the barrier block + 1 KB of alignment slack
             return sum(t.numel * 2 * (stages if t in self.ring else self.ds_stages if t in self.written else 1)
-                       for t in k.tiles if t.kind == "shared") + red_bytes + 2048
+                       for t in k.tiles if t.kind == "shared") + red_bytes + out_bytes + 2048
         if "stages" not in self.options:
             # the ring is at least as deep as declared, deeper while shared memory allows (up to 4):
             # a stage is released only when its last wgmma retires, mid-way through the next iteration
@@ -643,6 +665,9 @@ class WarpSpecializedLowering(Lowering):
             if n.name == "store_add" and id(n) in self.reduces:
                 lines += self.reduce_add(n, pending, pad)
                 continue
+            if n.name == "store" and id(n) in self.tma_stores:
+                lines += self.store_tma(n, pending, pad)
+                continue
             if n.name == "mma":
                 self.wait_for(_tiles_of(n), pending, lines, pad)
                 call, g = self.mma_line(n)
@@ -725,6 +750,30 @@ class WarpSpecializedLowering(Lowering):
             f"{pad}arch::bar_sync(4 + cw, 128);",
             f"{pad}if (wg_thread() == 0) {{",
             f"{pad}  reduce_add_async(&{m}, {stage}, {', '.join(c)});",
+            f"{pad}  arch::tma_store_commit();",
+            f"{pad}}}"]
+
+    def store_tma(self, n: ir.Op, pending: List[_Group], pad: str) -> List[str]:
+        """store of a 16-bit register tile through shared memory (option tma_store): each warpgroup
+        writes its rows into its own swizzled staging tile and one thread stores it with TMA, which
+        drops the rows past the tensor. Named barrier 4 + cw orders the warpgroup's threads around the
+        staging tile; the issuing thread first waits for the last store to have read it."""
+        t, view = n.ins
+        lines: List[str] = []
+        self.wait_for([t], pending, lines, pad)
+        stage = f"S.{self.tma_stores[id(n)]}[cw]"
+        c = self.tma_coords(view, n.attrs["row"], n.attrs["col"])
+        at = view.param.rank - 1 - view.kept[0]  # the rows' coordinate, innermost axis first
+        c[at] = f"{c[at]} + wg_row0"
+        m = self.maps[(id(view.param), self.WG_ROWS)]
+        return lines + [
+            f"{pad}if (wg_thread() == 0) arch::tma_store_wait_read<0>();  // the last store has read the staging tile",
+            f"{pad}arch::bar_sync(4 + cw, 128);",
+            f"{pad}store({stage}, {self.var(t)}, 0);  // registers -> swizzled shared, as {view.param.dtype.name}",
+            f"{pad}arch::fence_proxy_async();  // generic-proxy stores, visible to the TMA unit",
+            f"{pad}arch::bar_sync(4 + cw, 128);",
+            f"{pad}if (wg_thread() == 0) {{",
+            f"{pad}  store_async_4d({m}, {stage}, {', '.join(c)});",
             f"{pad}  arch::tma_store_commit();",
             f"{pad}}}"]
 
@@ -1123,6 +1172,12 @@ class WarpSpecializedLowering(Lowering):
         for o in [x for x in k.walk() if isinstance(x, ir.Op) and id(x) in self.reduces]:
             shared.append(f"st<float, {o.ins[0].rows}, WG_ROWS> {self.reduces[id(o)]}[CONSUMERS];  // "
                           f"{o.ins[0].name}'s columns of each consumer warpgroup, for the TMA reduce into {o.ins[1].param.name}")
+        for o in [x for x in k.walk() if isinstance(x, ir.Op) and id(x) in self.tma_stores]:
+            t, P = o.ins[0], o.ins[1].param
+            shared.append(f"st<{CTYPE[P.dtype.name]}, WG_ROWS, {t.cols}> {self.tma_stores[id(o)]}[CONSUMERS];  // "
+                          f"each consumer warpgroup's rows of {t.name}, for the TMA store into {P.name}")
+        if self.tma_stores:  # the stores have read shared memory before the CTA exits
+            post.append("if (wg_thread() == 0) arch::tma_store_wait<0>();  // every TMA store of this warpgroup is done")
         if self.reducer:  # the reducer's last reads of the staging tiles, before the CTA moves on or exits
             consumer.append("arch::bar_sync(4 + 2 * cw, 128 + 32);  // the reducer has read this program's last staging tile")
         elif self.reduces:  # a program's reduces have read shared memory before the CTA moves on or exits
@@ -1147,7 +1202,7 @@ class WarpSpecializedLowering(Lowering):
         tags = [(f"wd{self.wide_stores}", self.wide_stores), ("pp", self.pingpong), ("rot", self.deferred is not None),
                 ("h", self.hoisted), ("np", not self.persistent), ("f", self.fold), ("w", self.window_bytes),
                 ("t", self.tree_max), ("pf", bool(self.prefetch)), ("d2", self.ds_stages == 2), ("r", self.reducer),
-                ("ws", self.options.get("whole_tile_stores", False)), ("pl", self.peel)]
+                ("ws", self.options.get("whole_tile_stores", False)), ("pl", self.peel), ("ts", bool(self.tma_stores))]
         name = "tiles_{}_hopper_{}_{}_s{}c{}{}".format(
             k.name, "_".join(f"{a}{int(v) if isinstance(v, bool) else v}" for a, v in k.constexprs.items()),
             k.params[0].dtype.name, self.stages, self.consumers, "".join(t for t, on in tags if on))

@@ -79,6 +79,15 @@ __device__ __forceinline__ void store_async(const tma_map& map, const st<T, R, C
 #pragma unroll
   for (int j = 0; j < ST::chunks; ++j) arch::tma_store_2d(&map, src.addr() + j * ST::chunk_bytes, col + j * ST::chunk_cols, row);
 }
+// The same into a window of a rank-4 tensor (coordinates as load_async_4d's).
+template <typename T, int R, int C, int SW>
+__device__ __forceinline__ void store_async_4d(const tma_map& map, const st<T, R, C, SW>& src, int col, int c1, int c2,
+                                               int c3) {
+  using ST = st<T, R, C, SW>;
+#pragma unroll
+  for (int j = 0; j < ST::chunks; ++j)
+    arch::tma_store_4d(&map, src.addr() + j * ST::chunk_bytes, col + j * ST::chunk_cols, c1, c2, c3);
+}
 
 // A ring of STAGES buffers: `full[s]` completes when stage s holds data (producer's TMA), `empty[s]`
 // completes when every consumer released it. Producer and consumers walk the same sequence of
