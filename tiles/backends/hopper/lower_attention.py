@@ -89,6 +89,12 @@ CMP = {"==", "!=", "<", "<=", ">", ">="}
 WINDOW_MB = 16  # L2 a window of heads may fill (the H200 has 50 MB, in two halves; others' data shares it)
 
 
+def _tma_ready(t) -> bool:
+    """Whether a TMA map can describe tensor t: unit inner stride, 16-byte aligned base and outer strides."""
+    return (t.dim() >= 1 and t.stride(-1) == 1 and t.data_ptr() % 16 == 0
+            and all(st * t.element_size() % 16 == 0 for st in t.stride()[:-1]))
+
+
 def _tiles_of(op: ir.Op) -> List[ir.Tile]:
     return [x for x in op.outs + op.ins if isinstance(x, ir.Tile)]
 
@@ -1255,11 +1261,12 @@ class WarpSpecializedLowering(Lowering):
         return {}
 
     # schedule options per (kernel, head dim) the tile sweep measured better than the pattern's default
-    SCHEDULES = {("attention_bwd_dq", 128): {"pingpong": True},    # 1.25-1.38x over BM=64, 1.21-1.37x without
+    SCHEDULES = {("attention_bwd_dq", 128): {"pingpong": True, "tma_store": True},  # 1.25-1.38x over BM=64, 1.21-1.37x without
                  # turns: +1 to +6 %. The scale folded into the exponent: 1-5% slower here at 5 of 8
                  # shapes, in two runs (bench/hopper_notes.md, session 13). The warpgroup index through a
                  # shuffle: off in session 14 (1-3.5 % slower then); on today's code (descriptor offsets)
-                 # 2 % faster at 11 of 12 shapes, in two runs (session 15)
+                 # 2 % faster at 11 of 12 shapes, in two runs (session 15). dQ through a TMA store: 1.003-1.066x
+                 # at all 8 shapes (S = 512-16k, causal and not; session 19)
                  ("attention_bwd_dkdv", 64): {"pingpong": True, "fold": False, "whole_tile_stores": True,
                                               "peel": True},
                  # the rotated loop's first iteration peeled: dK/dV at D = 64 1.03 / 1.09 / 1.14x at
@@ -1393,9 +1400,25 @@ class WarpSpecializedLowering(Lowering):
         return all(0 < v < math.inf for v in values)
 
     @classmethod
+    def schedule(cls, kernel: str, D: Optional[int], tensors=()) -> Optional[dict]:
+        """The options a launch takes: SCHEDULES, and where the problem decides, the TMA store of the
+        output (tma_store). The forward at D = 64 stores through TMA up to 1k queries: 1.037 / 1.006x
+        non-causal at S = 512 / 1k, 1.080 / 1.044x causal, 0.98-1.00x from 4k (session 19; at D = 128
+        its staging tiles cost the forward a ring stage: 0.70-0.92x but for causal S = 512). Only where
+        every 16-bit tensor suits TMA (16-byte aligned base and outer strides, unit inner stride)."""
+        import torch
+        opts = dict(cls.SCHEDULES.get((kernel, D)) or {})
+        if kernel == "attention_fwd" and D == 64 and tensors and tensors[0].shape[1] <= 1024:
+            opts["tma_store"] = True
+        if opts.get("tma_store") and not all(_tma_ready(t) for t in tensors if isinstance(t, torch.Tensor)
+                                             and t.element_size() == 2):
+            del opts["tma_store"]  # stored from registers, which takes any strides
+        return opts or None
+
+    @classmethod
     def launch(cls, backend, kfn, *args, **kwargs):
         if kwargs.get("options") is None:
-            kwargs["options"] = cls.SCHEDULES.get((kfn.name, kwargs.get("D")))
+            kwargs["options"] = cls.schedule(kfn.name, kwargs.get("D"), args)
         go = cls.prepare(kfn, *args, **kwargs)
         if go is not None:
             go()
