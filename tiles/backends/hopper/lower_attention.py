@@ -1400,15 +1400,17 @@ class WarpSpecializedLowering(Lowering):
         return all(0 < v < math.inf for v in values)
 
     @classmethod
-    def schedule(cls, kernel: str, D: Optional[int], tensors=()) -> Optional[dict]:
+    def schedule(cls, kernel: str, D: Optional[int], tensors=(), causal: bool = False) -> Optional[dict]:
         """The options a launch takes: SCHEDULES, and where the problem decides, the TMA store of the
         output (tma_store). The forward at D = 64 stores through TMA up to 1k queries: 1.037 / 1.006x
-        non-causal at S = 512 / 1k, 1.080 / 1.044x causal, 0.98-1.00x from 4k (session 19; at D = 128
-        its staging tiles cost the forward a ring stage: 0.70-0.92x but for causal S = 512). Only where
-        every 16-bit tensor suits TMA (16-byte aligned base and outer strides, unit inner stride)."""
+        non-causal at S = 512 / 1k, 1.080 / 1.044x causal, 0.98-1.00x from 4k. At D = 128 its staging
+        tiles cost the forward a ring stage: 0.70-0.92x, but 1.046x causal at S = 512, where a program
+        runs at most four key blocks (session 19). Only where every 16-bit tensor suits TMA (16-byte
+        aligned base and outer strides, unit inner stride)."""
         import torch
         opts = dict(cls.SCHEDULES.get((kernel, D)) or {})
-        if kernel == "attention_fwd" and D == 64 and tensors and tensors[0].shape[1] <= 1024:
+        Sq = tensors[0].shape[1] if tensors and isinstance(tensors[0], torch.Tensor) else None
+        if kernel == "attention_fwd" and Sq is not None and (D == 64 and Sq <= 1024 or D == 128 and causal and Sq <= 512):
             opts["tma_store"] = True
         if opts.get("tma_store") and not all(_tma_ready(t) for t in tensors if isinstance(t, torch.Tensor)
                                              and t.element_size() == 2):
@@ -1418,7 +1420,7 @@ class WarpSpecializedLowering(Lowering):
     @classmethod
     def launch(cls, backend, kfn, *args, **kwargs):
         if kwargs.get("options") is None:
-            kwargs["options"] = cls.schedule(kfn.name, kwargs.get("D"), args)
+            kwargs["options"] = cls.schedule(kfn.name, kwargs.get("D"), args, bool(kwargs.get("causal")))
         go = cls.prepare(kfn, *args, **kwargs)
         if go is not None:
             go()
