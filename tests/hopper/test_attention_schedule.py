@@ -525,3 +525,16 @@ def test_tma_store_is_launched_where_measured_faster():
     assert W.schedule("attention_bwd_dq", 128, (q(4096),)) == {"pingpong": True, "tma_store": True}
     assert W.schedule("attention_bwd_dq", 128, (q(4096, 2),)) == {"pingpong": True}
     assert W.schedule("attention_bwd_dkdv", 128, (q(512),)) == W.SCHEDULES[("attention_bwd_dkdv", 128)]
+
+
+def test_tma_store_refuses_an_output_tma_cannot_map():
+    """An output written through TMA cannot be swapped for an aligned copy as an input can (the writes
+    would land in the copy): prepare refuses it with a ValueError naming the tensor, before any launch."""
+    needs.hopper_gpu()
+    W = WarpSpecializedLowering
+    q, k, v = (torch.zeros(1, 256, 2, 64, dtype=torch.bfloat16, device="cuda") for _ in range(3))
+    o = torch.empty(1 * 256 * 2 * 64 + 2, dtype=torch.bfloat16, device="cuda")[2:].view(1, 256, 2, 64)  # 4 bytes past 16
+    lse = torch.empty(1, 2, 256, device="cuda")
+    with pytest.raises(ValueError, match="O is written through TMA"):
+        W.prepare(attention_fwd, q, k, v, o, lse, 0.125, causal=False, D=64, options={"tma_store": True},
+                  **W.config("attention_fwd", D=64))

@@ -1316,7 +1316,7 @@ class WarpSpecializedLowering(Lowering):
         tensors = {p.name: bound.arguments[p.name] for p in k.params}
         copies = []
         # TMA needs 16-byte aligned outer strides: a stride-0 broadcast or an odd stride gets a copy
-        # (only inputs are read through TMA; outputs are written through pointers)
+        # (inputs only: a tensor written through TMA, by a reduce or by option tma_store, is refused)
         for a in low.args:
             if a[0] != "tma":
                 continue
@@ -1324,9 +1324,11 @@ class WarpSpecializedLowering(Lowering):
             esz = t.element_size()
             if t.stride(-1) != 1 or t.data_ptr() % 16 or any(
                     (st * esz) % 16 or (st == 0 and n > 1) for st, n in zip(t.stride()[:-1], t.shape[:-1])):
-                if any(isinstance(n, ir.Op) and n.name == "store_add" and n.ins[1].param is a[2] for n in k.walk()):
-                    raise ValueError(f"{k.name}: {a[2].name} is added into through TMA: it needs its last axis "
-                                     f"contiguous, 16-byte aligned rows and no broadcast axes, got strides {tuple(t.stride())}")
+                if any(isinstance(n, ir.Op) and n.name in ("store_add", "store") and n.ins[1].param is a[2]
+                       for n in k.walk()):
+                    raise ValueError(f"{k.name}: {a[2].name} is written through TMA: it needs its last axis "
+                                     f"contiguous, a 16-byte aligned base and rows, and no broadcast axes; got strides "
+                                     f"{tuple(t.stride())}, base {t.data_ptr() % 16} bytes past 16")
                 tensors[a[2].name] = t.contiguous()
                 copies.append(tensors[a[2].name])
         env = {}
