@@ -26,7 +26,7 @@ import hopper_gemm_tiles as ht
 C = "(scale * 1.4426950408889634f)"
 EDITS = {
     "noexp": [(f"exp2_scaled_row(s, s, {C}, m_new);",
-               f"map_row(s, s, m_new, [](float x, float y) {{ return fmaf(x, {C[1:-1]}, -y); }});")],
+               f"map_row(s, s, m_new, [=](float x, float y) {{ return fmaf(x, {C[1:-1]}, -y); }});")],
     "nomax": [(f"row_max_scaled<true>(m_new, s, {C}, m);", "copy(m_new, m);")],
     "norescale": [("mul_row(o, o, alpha);", "")],
     "nosum": [("row_sum(l, s, l);", "")],
