@@ -470,7 +470,7 @@ def test_tma_store_stages_the_output(kernel, D, tmp_path):
     out = "O" if kernel == "fwd" else "dQ"
     assert f"store_async_4d(map_{out}, S.{out}_out[cw]," in src and f"store(S.{out}_out[cw]," in src
     assert f"store({out} + " not in src and f"store({out} + " in plain.source.split("consumers: everything else")[1]
-    assert "arch::tma_store_wait<0>();  // every TMA store of this warpgroup is done" in src
+    assert "arch::tma_store_wait<0>();  // this warpgroup's TMA stores are done" in src
     assert low.entry.endswith("ts") and not plain.entry.endswith("ts")
     c = runtime.compile_cuda(low.source, name=low.entry + ".cu", cache=False)
     assert_no_spills(c, low.entry, tmp_path)
@@ -533,7 +533,7 @@ def test_tma_store_refuses_an_output_tma_cannot_map():
     needs.hopper_gpu()
     W = WarpSpecializedLowering
     q, k, v = (torch.zeros(1, 256, 2, 64, dtype=torch.bfloat16, device="cuda") for _ in range(3))
-    o = torch.empty(1 * 256 * 2 * 64 + 2, dtype=torch.bfloat16, device="cuda")[2:].view(1, 256, 2, 64)  # 4 bytes past 16
+    o = torch.empty(256 * 2 * 64 + 2, dtype=torch.bfloat16, device="cuda")[2:].view(1, 256, 2, 64)  # 4 B past 16
     lse = torch.empty(1, 2, 256, device="cuda")
     with pytest.raises(ValueError, match="O is written through TMA"):
         W.prepare(attention_fwd, q, k, v, o, lse, 0.125, causal=False, D=64, options={"tma_store": True},

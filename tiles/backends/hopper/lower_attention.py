@@ -1183,7 +1183,7 @@ class WarpSpecializedLowering(Lowering):
             shared.append(f"st<{CTYPE[P.dtype.name]}, WG_ROWS, {t.cols}> {self.tma_stores[id(o)]}[CONSUMERS];  // "
                           f"each consumer warpgroup's rows of {t.name}, for the TMA store into {P.name}")
         if self.tma_stores:  # the stores have read shared memory before the CTA exits
-            post.append("if (wg_thread() == 0) arch::tma_store_wait<0>();  // every TMA store of this warpgroup is done")
+            post.append("if (wg_thread() == 0) arch::tma_store_wait<0>();  // this warpgroup's TMA stores are done")
         if self.reducer:  # the reducer's last reads of the staging tiles, before the CTA moves on or exits
             consumer.append("arch::bar_sync(4 + 2 * cw, 128 + 32);  // the reducer has read this program's last staging tile")
         elif self.reduces:  # a program's reduces have read shared memory before the CTA moves on or exits
@@ -1261,8 +1261,8 @@ class WarpSpecializedLowering(Lowering):
         return {}
 
     # schedule options per (kernel, head dim) the tile sweep measured better than the pattern's default
-    SCHEDULES = {("attention_bwd_dq", 128): {"pingpong": True, "tma_store": True},  # 1.25-1.38x over BM=64, 1.21-1.37x without
-                 # turns: +1 to +6 %. The scale folded into the exponent: 1-5% slower here at 5 of 8
+    SCHEDULES = {("attention_bwd_dq", 128): {"pingpong": True, "tma_store": True},
+                 # 1.25-1.38x over BM=64, 1.21-1.37x without turns: +1 to +6 %. The scale folded into the exponent: 1-5% slower here at 5 of 8
                  # shapes, in two runs (bench/hopper_notes.md, session 13). The warpgroup index through a
                  # shuffle: off in session 14 (1-3.5 % slower then); on today's code (descriptor offsets)
                  # 2 % faster at 11 of 12 shapes, in two runs (session 15). dQ through a TMA store: 1.003-1.066x
@@ -1324,8 +1324,9 @@ class WarpSpecializedLowering(Lowering):
             esz = t.element_size()
             if t.stride(-1) != 1 or t.data_ptr() % 16 or any(
                     (st * esz) % 16 or (st == 0 and n > 1) for st, n in zip(t.stride()[:-1], t.shape[:-1])):
-                if any(isinstance(n, ir.Op) and n.name in ("store_add", "store") and n.ins[1].param is a[2]
-                       for n in k.walk()):
+                ops = [n for n in k.walk() if isinstance(n, ir.Op) and n.name in ("store_add", "store", "load_async")
+                       and any(isinstance(x, ir.View) and x.param is a[2] for x in n.ins)]
+                if ops and all(n.name != "load_async" for n in ops):  # its map is the one it is written through
                     raise ValueError(f"{k.name}: {a[2].name} is written through TMA: it needs its last axis "
                                      f"contiguous, a 16-byte aligned base and rows, and no broadcast axes; got strides "
                                      f"{tuple(t.stride())}, base {t.data_ptr() % 16} bytes past 16")
@@ -1412,7 +1413,8 @@ class WarpSpecializedLowering(Lowering):
         import torch
         opts = dict(cls.SCHEDULES.get((kernel, D)) or {})
         Sq = tensors[0].shape[1] if tensors and isinstance(tensors[0], torch.Tensor) else None
-        if kernel == "attention_fwd" and Sq is not None and (D == 64 and Sq <= 1024 or D == 128 and causal and Sq <= 512):
+        short = Sq is not None and (D == 64 and Sq <= 1024 or D == 128 and causal and Sq <= 512)
+        if kernel == "attention_fwd" and short:
             opts["tma_store"] = True
         if opts.get("tma_store") and not all(_tma_ready(t) for t in tensors if isinstance(t, torch.Tensor)
                                              and t.element_size() == 2):
