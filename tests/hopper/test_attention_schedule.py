@@ -403,6 +403,18 @@ def test_wide_stores_option_is_checked():
         _lower(D=128, causal=False, options={"wide_stores": 3})
 
 
+def _tail_inputs(D, seed):
+    """Inputs with row tails and grouped heads (1000 queries over 8 heads, 1300 keys over 2), on the
+    GPU: (B, Sq, Sk, H, Hkv), q, do, k, v, an LSE and a Delta."""
+    g = torch.Generator().manual_seed(seed)
+    B, Sq, Sk, H, Hkv = 2, 1000, 1300, 8, 2
+    q, do = (torch.randn(B, Sq, H, D, generator=g).bfloat16().cuda() for _ in range(2))
+    k, v = (torch.randn(B, Sk, Hkv, D, generator=g).bfloat16().cuda() for _ in range(2))
+    lse_in = (torch.rand(B, H, Sq, generator=g) * 4 + 4).cuda()
+    delta = torch.randn(B, H, Sq, generator=g).cuda()
+    return (B, Sq, Sk, H, Hkv), q, do, k, v, lse_in, delta
+
+
 @pytest.mark.parametrize("D", [64, 128])
 def test_wide_stores_give_the_same_bits_on_the_gpu(D):
     """The same values reach the same addresses whichever store form carries them: the forward's O and
@@ -411,12 +423,7 @@ def test_wide_stores_give_the_same_bits_on_the_gpu(D):
     needs.hopper_gpu()
     from tiles.kernels import attention_bwd_dkdv
 
-    g = torch.Generator().manual_seed(D + 5)
-    B, Sq, Sk, H, Hkv = 2, 1000, 1300, 8, 2
-    q, do = (torch.randn(B, Sq, H, D, generator=g).bfloat16().cuda() for _ in range(2))
-    k, v = (torch.randn(B, Sk, Hkv, D, generator=g).bfloat16().cuda() for _ in range(2))
-    lse_in = (torch.rand(B, H, Sq, generator=g) * 4 + 4).cuda()
-    delta = torch.randn(B, H, Sq, generator=g).cuda()
+    (B, Sq, Sk, H, Hkv), q, do, k, v, lse_in, delta = _tail_inputs(D, D + 5)
     W = WarpSpecializedLowering
     for causal in (False, True):
         for offset in (0, 2):  # 2: outputs 4 bytes past a 16-byte boundary (the pair stores' fallback)
@@ -484,12 +491,7 @@ def test_tma_store_gives_the_same_bits_on_the_gpu(D):
     needs.hopper_gpu()
     from tiles.kernels import attention_bwd_dq
 
-    g = torch.Generator().manual_seed(D + 7)
-    B, Sq, Sk, H, Hkv = 2, 1000, 1300, 8, 2
-    q, do = (torch.randn(B, Sq, H, D, generator=g).bfloat16().cuda() for _ in range(2))
-    k, v = (torch.randn(B, Sk, Hkv, D, generator=g).bfloat16().cuda() for _ in range(2))
-    lse_in = (torch.rand(B, H, Sq, generator=g) * 4 + 4).cuda()
-    delta = torch.randn(B, H, Sq, generator=g).cuda()
+    (B, Sq, Sk, H, Hkv), q, do, k, v, lse_in, delta = _tail_inputs(D, D + 7)
     W = WarpSpecializedLowering
     for causal in (False, True):
         outs = {}

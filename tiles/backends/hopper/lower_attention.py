@@ -291,11 +291,7 @@ class WarpSpecializedLowering(Lowering):
                 self._fail(f"store_add to {view.text()}: TMA adds 2-D windows whose columns are the last axis", o)
             if t.rows % 8 or t.rows > 256:
                 self._fail(f"store_add of {t.name}: a TMA box takes a multiple of 8 rows, at most 256; got {t.rows}", o)
-            key = (id(P), t.rows)
-            if key in self.maps:
-                self._fail(f"store_add to {P.name}, which the kernel also loads", o)
-            self.maps[key] = f"map_{P.name}"
-            self.map_info[self.maps[key]] = (P, t.rows, view.kept[0])
+            self._write_map(o, t.rows, f"store_add to {P.name}, which the kernel also loads")
             self.reduces[id(o)] = f"{t.name}_red"
         red_bytes = sum(self.consumers * o.ins[0].rows * self.WG_ROWS * 4 for o in k.walk()
                         if isinstance(o, ir.Op) and id(o) in self.reduces)
@@ -313,11 +309,7 @@ class WarpSpecializedLowering(Lowering):
                 if (t.kind != "reg" or t in self.flipped or view.rank != 2 or view.kept[1] != P.rank - 1
                         or P.rank > 4 or P.dtype.name not in ("bf16", "f16") or t.cols % 64):
                     continue  # stored from registers, as without the option
-                key = (id(P), self.WG_ROWS)
-                if key in self.maps:
-                    self._fail(f"option tma_store: {P.name} is also loaded", o)
-                self.maps[key] = f"map_{P.name}"
-                self.map_info[self.maps[key]] = (P, self.WG_ROWS, view.kept[0])
+                self._write_map(o, self.WG_ROWS, f"option tma_store: {P.name} is also loaded")
                 self.tma_stores[id(o)] = f"{P.name}_out"
         out_bytes = sum(self.consumers * self.WG_ROWS * o.ins[0].cols * 2 for o in k.walk()
                         if isinstance(o, ir.Op) and id(o) in self.tma_stores)
@@ -342,6 +334,16 @@ class WarpSpecializedLowering(Lowering):
         self.smem_bytes = smem(self.stages)
         if self.smem_bytes > SMEM_LIMIT:
             self._fail(f"{self.stages} stages need {self.smem_bytes} bytes of shared memory (limit {SMEM_LIMIT})")
+
+    def _write_map(self, o: ir.Op, rows: int, loaded: str) -> None:
+        """The TMA map a store or store_add `o` writes its tensor through, boxes of `rows` rows; a tensor
+        the kernel also loads is refused (`loaded`: why)."""
+        view = o.ins[1]
+        key = (id(view.param), rows)
+        if key in self.maps:
+            self._fail(loaded, o)
+        self.maps[key] = f"map_{view.param.name}"
+        self.map_info[self.maps[key]] = (view.param, rows, view.kept[0])
 
     def _trips(self, loop: ir.Loop, last: int) -> int:
         """Trip count of `loop` for the first (last=0) or last (last=-1) value of program id 0 in a
@@ -748,16 +750,22 @@ class WarpSpecializedLowering(Lowering):
         c = self.tma_coords(view, n.attrs["row"], n.attrs["col"])
         c[0] = f"{c[0]} + wg_row0"
         m = self.maps[(id(view.param), t.rows)]
-        return lines + [
-            f"{pad}if (wg_thread() == 0) arch::tma_store_wait_read<0>();  // the last reduce has read the staging tile",
-            f"{pad}arch::bar_sync(4 + cw, 128);",
-            f"{pad}store_transposed({stage}, {self.var(t)});",
-            f"{pad}arch::fence_proxy_async();  // generic-proxy stores, visible to the TMA unit",
-            f"{pad}arch::bar_sync(4 + cw, 128);",
-            f"{pad}if (wg_thread() == 0) {{",
-            f"{pad}  reduce_add_async(&{m}, {stage}, {', '.join(c)});",
-            f"{pad}  arch::tma_store_commit();",
-            f"{pad}}}"]
+        return lines + self._staged(pad, "reduce", f"store_transposed({stage}, {self.var(t)});",
+                                    f"reduce_add_async(&{m}, {stage}, {', '.join(c)});")
+
+    @staticmethod
+    def _staged(pad: str, what: str, write: str, issue: str) -> List[str]:
+        """A warpgroup's TMA write from its staging tile: `write` fills the tile (after the thread that
+        issues waited for its last `what` to have read it), `issue` starts the copy, in a bulk group."""
+        return [f"{pad}if (wg_thread() == 0) arch::tma_store_wait_read<0>();  // the last {what} has read the staging tile",
+                f"{pad}arch::bar_sync(4 + cw, 128);",
+                pad + write,
+                f"{pad}arch::fence_proxy_async();  // generic-proxy stores, visible to the TMA unit",
+                f"{pad}arch::bar_sync(4 + cw, 128);",
+                f"{pad}if (wg_thread() == 0) {{",
+                f"{pad}  {issue}",
+                f"{pad}  arch::tma_store_commit();",
+                f"{pad}}}"]
 
     def store_tma(self, n: ir.Op, pending: List[_Group], pad: str) -> List[str]:
         """store of a 16-bit register tile through shared memory (option tma_store): each warpgroup
@@ -772,16 +780,8 @@ class WarpSpecializedLowering(Lowering):
         at = view.param.rank - 1 - view.kept[0]  # the rows' coordinate, innermost axis first
         c[at] = f"{c[at]} + wg_row0"
         m = self.maps[(id(view.param), self.WG_ROWS)]
-        return lines + [
-            f"{pad}if (wg_thread() == 0) arch::tma_store_wait_read<0>();  // the last store has read the staging tile",
-            f"{pad}arch::bar_sync(4 + cw, 128);",
-            f"{pad}store({stage}, {self.var(t)}, 0);  // registers -> swizzled shared, as {view.param.dtype.name}",
-            f"{pad}arch::fence_proxy_async();  // generic-proxy stores, visible to the TMA unit",
-            f"{pad}arch::bar_sync(4 + cw, 128);",
-            f"{pad}if (wg_thread() == 0) {{",
-            f"{pad}  store_async_4d({m}, {stage}, {', '.join(c)});",
-            f"{pad}  arch::tma_store_commit();",
-            f"{pad}}}"]
+        return lines + self._staged(pad, "store", f"store({stage}, {self.var(t)}, 0);  // registers -> swizzled shared, "
+                                    f"as {view.param.dtype.name}", f"store_async_4d({m}, {stage}, {', '.join(c)});")
 
     def reducer_lines(self, nodes, depth) -> List[str]:
         """Warp 1 of the producer warpgroup: the loops that hold a transposed store_add, and at each one,
