@@ -540,3 +540,61 @@ def test_tma_store_refuses_an_output_tma_cannot_map():
     with pytest.raises(ValueError, match="O is written through TMA"):
         W.prepare(attention_fwd, q, k, v, o, lse, 0.125, causal=False, D=64, options={"tma_store": True},
                   **W.config("attention_fwd", D=64))
+
+
+def test_lazy_max_takes_the_exponentials_against_the_running_maximum(tmp_path):
+    """Option lazy_max: the exponentials against m, the block's maximum beside them, a warpgroup-wide
+    vote, and where a row grew past m + 2^8 the block again (S, its masks, the exponentials against the
+    new maximum); the early release of Q waits until after it. No spill, no serialized wgmma."""
+    runtime = needs.nvrtc()
+    from test_compile import assert_no_spills
+
+    for causal in (False, True):
+        low = _lower(D=128, causal=causal, launched=True, options={"lazy_max": True})
+        src = low.source.split("consumers: everything else")[1]
+        body = src.split("row_max_scaled<true>(m_new, s, " + SCALE + ", m);")[1]
+        spec, redo = body.split("if (arch::bar_red_or(6 + cw, 128, any_above(m_new, m, 8.0f))) {", 1)
+        assert f"exp2_scaled_row(s, s, {SCALE}, m);" in spec
+        redo, rest = redo.split("} else {", 1)
+        assert "mma_ABt(s, S.q, wg_row0, S.kt[pos.stage], false);" in redo and "mma_wait<0>(o, s);" in redo
+        assert "mask_cols(s," in redo and ("mask_causal(s," in redo) == causal
+        assert f"exp2_scaled_row(s, s, {SCALE}, m_new);" in redo
+        assert rest.index("copy(m_new, m);") < rest.index("release(S.once_empty[0])") < rest.index("sub(alpha, m, m_new);")
+        assert low.entry.endswith("lz")
+        c = runtime.compile_cuda(low.source, name=low.entry + ".cu", cache=False)
+        assert_no_spills(c, low.entry, tmp_path)
+    with pytest.raises(Exception, match="lazy_max"):
+        _lower(D=128, causal=False, options={"lazy_max": True, "fold": False})
+
+
+@pytest.mark.parametrize("D", [64, 128])
+def test_lazy_max_stays_within_the_bound_on_the_gpu(D):
+    """The lazy softmax against float64: O within twice the eager kernel's error (plus bf16's rounding of
+    the answer) and the LSE within 1e-4 of it, causal and not, with row tails and grouped heads; and
+    with keys whose scores jump by thousands a few blocks in, so that blocks past the first are redone."""
+    needs.hopper_gpu()
+    W = WarpSpecializedLowering
+    (B, Sq, Sk, H, Hkv), q, _, k, v, _, _ = _tail_inputs(D, D + 11)
+    jumpy = k.clone()
+    jumpy[:, 500:700] *= 40  # scores of these keys are ~40x the others': rows redo blocks 3-5
+    for keys in (k, jumpy):
+        for causal in (False, True):
+            kk = keys.repeat_interleave(H // Hkv, dim=2).double()
+            s = torch.einsum("bqhd,bkhd->bhqk", q.double(), kk) * D ** -0.5
+            if causal:
+                s.masked_fill_(torch.ones(Sq, Sk, dtype=torch.bool, device="cuda").triu(Sk - Sq + 1), -math.inf)
+            ref = torch.einsum("bhqk,bkhd->bqhd", s.softmax(-1), v.repeat_interleave(H // Hkv, dim=2).double())
+            lse_ref = torch.logsumexp(s, -1)
+            outs = {}
+            for lazy in (False, True):
+                o = torch.full((B, Sq, H, D), math.nan, dtype=torch.bfloat16, device="cuda")
+                lse = torch.full((B, H, Sq), math.nan, device="cuda")
+                opts = {**(W.SCHEDULES.get(("attention_fwd", D)) or {}), "lazy_max": lazy}
+                W.prepare(attention_fwd, q, keys, v, o, lse, D ** -0.5, causal=causal, D=D, options=opts,
+                          **W.config("attention_fwd", D=D, causal=causal, Sq=Sq))()
+                outs[lazy] = (o, lse)
+            torch.cuda.synchronize()
+            err = {lz: (o.double() - ref).abs().max().item() for lz, (o, _) in outs.items()}
+            fl = 2 * ((ref.float().bfloat16().double() - ref).abs().max().item())
+            assert err[True] <= 2 * err[False] + fl, (causal, err, fl)
+            assert (outs[True][1].double() - lse_ref).abs().max().item() <= 1e-4 * lse_ref.abs().max().item() + 1e-4
