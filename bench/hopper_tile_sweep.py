@@ -288,9 +288,7 @@ FOLD = {"base": {}, "nofold": {"fold": False}, "noearly": {"early_release": Fals
         "wd2": {"wide_stores": 2}, "wd4": {"wide_stores": 4}, "wd4ws": {"wide_stores": 4, "whole_tile_stores": True},
         "wd0": {"wide_stores": 0},  # (2 is the default since: a pair a store, as before)
         # session 19: 16-bit outputs through a staging tile per warpgroup and a TMA store
-        "tma": {"tma_store": True},
-        # session 19: the exponentials against the running maximum (FlashAttention-4's lazy rescale)
-        "lazy": {"lazy_max": True}, "lazytma": {"lazy_max": True, "tma_store": True}}
+        "tma": {"tma_store": True}}
 
 
 def schedule(seqs="512,1024,4096,16384", only=None, dims=(128, 64), kernels=("fwd", "dq", "dkdv")):

@@ -184,7 +184,7 @@ class WarpSpecializedLowering(Lowering):
         # launch-time overrides (benchmark variants): stages, consumers, pingpong
         known = {"stages", "consumers", "pingpong", "rotate", "hoist", "persistent", "order", "fold", "early_release",
                  "window", "continuous_turns", "uniform_warpgroup", "tree_max", "prefetch", "ds_stages",
-                 "reducer", "whole_tile_stores", "peel", "wide_stores", "tma_store", "lazy_max"}
+                 "reducer", "whole_tile_stores", "peel", "wide_stores", "tma_store"}
         unknown = set(self.options) - known
         if unknown:
             self._fail(f"unknown options {sorted(unknown)} (known: {sorted(known)})")
@@ -491,12 +491,8 @@ class WarpSpecializedLowering(Lowering):
         for t in {t for g in retired for t in g.reads if id(t) in self.early}:
             if self.in_loop_body and not any(t in g.reads for g in keep):
                 i = self.sym_name(self.loop.index)
-                line = (f"{pad}if ({i} + 1 == {self.loop_stop}) release(S.once_empty[{self.early[id(t)]}]);  "
-                        f"// {t.name} is read no more this tile: the next one loads under the rest")
-                if self.lazy is not None and t in self.lazy["mma"].ins:
-                    self._lazy_release.append(line)  # after lazy_softmax, which may read it again
-                else:
-                    lines.append(line)
+                lines.append(f"{pad}if ({i} + 1 == {self.loop_stop}) release(S.once_empty[{self.early[id(t)]}]);  "
+                             f"// {t.name} is read no more this tile: the next one loads under the rest")
 
     def op_line(self, n: ir.Op) -> str:
         v = self.var
@@ -656,9 +652,6 @@ class WarpSpecializedLowering(Lowering):
             if fold is not None:
                 note = ("  [the maximum before the scale, scaled once a row]" if n.name == "row_max"
                         else "  [with the mul above and the exp2 below: one FFMA and one EX2 an element]")
-            if self.lazy is not None and n is self.lazy["exp"]:
-                lines.append(f"{pad}// {ir.format_op(n)}  [taken above, against the running maximum]")
-                continue
             lines.append(f"{pad}// {ir.format_op(n)}{note}")
             if n.name == "wait":
                 kind, _ = self.tokens[n.attrs["tokens"][0]]
@@ -697,9 +690,6 @@ class WarpSpecializedLowering(Lowering):
                     lines.append(f"{pad}arch::bar_arrive(2 - cw, 256);  // the other warpgroup's turn")
                 continue
             self.wait_for(_tiles_of(n), pending, lines, pad)
-            if self.lazy is not None and n is self.lazy["row_max"]:
-                lines += self.lazy_softmax(pending, pad)
-                continue
             lines.append(pad + (self.folded_line(n, fold[1]) if fold is not None else self.op_line(n)))
         return lines
 
@@ -711,43 +701,6 @@ class WarpSpecializedLowering(Lowering):
             return f"row_max_scaled{tree}({v(n.outs[0])}, {v(n.ins[0])}, {c}, {v(n.ins[1])});"
         form = "col" if n.outs[0] in self.flipped else "row"  # a tile held transposed: its rows are our columns
         return f"exp2_scaled_{form}({v(n.outs[0])}, {v(n.ins[0])}, {c}, {v(n.ins[1])});"
-
-    # a row's maximum may grow this far (log2 units) past the reference before the block is redone: P <= 2^8
-    LAZY_GROWTH = 8.0
-
-    def lazy_softmax(self, pending: List[_Group], pad: str) -> List[str]:
-        """Option lazy_max (FlashAttention-4's): the block's exponentials are taken against the running
-        maximum m, which is known before the block's scores, while the block's own maximum is taken
-        beside them; the exponentials no longer wait for it. Where some row of the warpgroup grew more
-        than 2^LAZY_GROWTH past m (every program's first block; rarely after), the block is redone: its
-        scores again (the ring stage and the one-shot tile are still in shared memory), masked again,
-        against the new maximum. Elsewhere m stays the reference (alpha = 1, no rescale), and P stays
-        below 2^LAZY_GROWTH. The same softmax in exact arithmetic; the rounding differs from the
-        eager form's."""
-        lz = self.lazy
-        v, c = self.var, self.fexpr(lz["c"])
-        s, m, m_new = v(lz["s"]), v(lz["m"]), v(lz["m_new"])
-        call, _ = self.mma_line(lz["mma"])
-        accs = []
-        for a in [g.acc for g in pending] + [lz["s"]]:
-            if a not in accs:
-                accs.append(a)
-        tree = "<true>" if self.tree_max else ""
-        lines = [f"{pad}row_max_scaled{tree}({m_new}, {s}, {c}, {m});  // the block's maximum, beside the exponentials",
-                 f"{pad}exp2_scaled_row({s}, {s}, {c}, {m});  // against the running maximum",
-                 f"{pad}if (arch::bar_red_or(6 + cw, 128, any_above({m_new}, {m}, {self.LAZY_GROWTH}f))) {{",
-                 f"{pad}  // a row grew past m + 2^{self.LAZY_GROWTH:g}: the block again, against its maximum",
-                 f"{pad}  {call}",
-                 f"{pad}  mma_commit();",
-                 f"{pad}  mma_wait<0>({', '.join(v(a) for a in accs)});"]
-        lines += [f"{pad}  {self.op_line(x)}" for x in lz["masks"]]
-        lines += [f"{pad}  exp2_scaled_row({s}, {s}, {c}, {m_new});",
-                  f"{pad}}} else {{",
-                  f"{pad}  copy({m_new}, {m});  // the running maximum stays the reference: alpha = 1",
-                  f"{pad}}}"]
-        lines += self._lazy_release
-        self._lazy_release = []
-        return lines
 
     def store_shared(self, n: ir.Op, pending: List[_Group], pad: str) -> List[str]:
         """Registers → a shared tile every consumer warpgroup writes its rows of and an mma then reads
@@ -1045,7 +998,6 @@ class WarpSpecializedLowering(Lowering):
         (option fold=False) when c ≤ 0 at a launch."""
         self.fold: Dict[int, tuple] = {}
         self.positive: List[object] = []
-        self.lazy: Optional[dict] = None  # option lazy_max's plan (see lazy_softmax)
         if not self.options.get("fold", True):
             return
         body = self.loop_body
@@ -1055,7 +1007,6 @@ class WarpSpecializedLowering(Lowering):
                 continue
             s, c = n.outs[0], n.ins[1]
             plan = {}
-            masks, row_max = [], None
             for j in range(i + 1, len(body) - 1):
                 x = body[j]
                 if not isinstance(x, ir.Op) or x in self.hoisted or x is self.deferred:
@@ -1065,12 +1016,10 @@ class WarpSpecializedLowering(Lowering):
                 if x.name in ("mask_cols", "mask_rows", "mask_causal") and x.outs[0] is s:
                     v = x.attrs["value"]
                     if isinstance(v, ir.Const) and v.value == -math.inf:
-                        masks.append(x)
                         continue
                     break
                 if x.name == "row_max" and len(x.ins) == 2 and x.ins[0] is s:
                     plan[id(x)] = ("row_max_scaled", c)
-                    row_max = x
                     continue
                 e = body[j + 1]
                 if (x.name == "sub_row" and x.ins[0] is s and x.outs[0] is s and isinstance(e, ir.Op)
@@ -1080,11 +1029,6 @@ class WarpSpecializedLowering(Lowering):
                     plan[id(e)] = ("skip", "the exp2_scaled above")
                     self.fold.update(plan)
                     self.positive.append(c)
-                    producer = [y for y in body[:i] if isinstance(y, ir.Op) and y.name == "mma" and y.outs[0] is s]
-                    if (self.options.get("lazy_max") and row_max is not None and producer
-                            and x.ins[1] is row_max.outs[0] and all(t.kind == "shared" for t in producer[-1].ins)):
-                        self.lazy = dict(row_max=row_max, exp=x, mma=producer[-1], masks=masks, s=s, c=c,
-                                         m=row_max.ins[1], m_new=row_max.outs[0])
                     break
                 if s in _tiles_of(x):
                     break
@@ -1186,10 +1130,6 @@ class WarpSpecializedLowering(Lowering):
         self.peel = bool(self.options.get("peel", False)) and self.deferred is not None
         self.peeling = False
         self.plan_fold()
-        if self.options.get("lazy_max") and self.lazy is None:
-            self._fail("option lazy_max: the main loop has no folded softmax (S = mma of two shared tiles, its "
-                       "masks, row_max, exp2(scale * S - m_new)) to take the exponentials of against the running maximum")
-        self._lazy_release: List[str] = []
         self.plan_prefetch()
         self.plan_early_release()
         self.plan_window()
@@ -1268,8 +1208,7 @@ class WarpSpecializedLowering(Lowering):
         tags = [(f"wd{self.wide_stores}", self.wide_stores), ("pp", self.pingpong), ("rot", self.deferred is not None),
                 ("h", self.hoisted), ("np", not self.persistent), ("f", self.fold), ("w", self.window_bytes),
                 ("t", self.tree_max), ("pf", bool(self.prefetch)), ("d2", self.ds_stages == 2), ("r", self.reducer),
-                ("ws", self.options.get("whole_tile_stores", False)), ("pl", self.peel), ("ts", bool(self.tma_stores)),
-                ("lz", self.lazy is not None)]
+                ("ws", self.options.get("whole_tile_stores", False)), ("pl", self.peel), ("ts", bool(self.tma_stores))]
         name = "tiles_{}_hopper_{}_{}_s{}c{}{}".format(
             k.name, "_".join(f"{a}{int(v) if isinstance(v, bool) else v}" for a, v in k.constexprs.items()),
             k.params[0].dtype.name, self.stages, self.consumers, "".join(t for t, on in tags if on))

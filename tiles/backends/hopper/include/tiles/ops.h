@@ -165,13 +165,6 @@ __device__ __forceinline__ void row_max(rv<R>& v, const rt<float, R, C>& t, cons
 #pragma unroll
   for (int s = 0; s < v.slices; ++s) v.v[s][0] = fmaxf(r.v[s][0], init.v[s][0]), v.v[s][1] = fmaxf(r.v[s][1], init.v[s][1]);
 }
-// Whether any of this thread's rows has v more than `by` above ref.
-template <int R> __device__ __forceinline__ bool any_above(const rv<R>& v, const rv<R>& ref, float by) {
-  bool any = false;
-#pragma unroll
-  for (int s = 0; s < v.slices; ++s) any |= (v.v[s][0] > ref.v[s][0] + by) | (v.v[s][1] > ref.v[s][1] + by);
-  return any;
-}
 template <int R, int C> __device__ __forceinline__ void row_sum(rv<R>& v, const rt<float, R, C>& t, const rv<R>& init) {
   rv<R> r;
   row_reduce<false>(r, t);
