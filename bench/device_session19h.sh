@@ -1,0 +1,22 @@
+#!/bin/sh
+# Session 19: the fused backward at D = 64, dQ as each consumer warpgroup's share of the sum over its
+# own keys (split_k, added by the reducer warp's TMA reduces). The portability suite's fused backward
+# (float64 rule, D = 64 and 128, tails, GQA) and compute-sanitizer racecheck on it, then the backward
+# through autograd, split against fused forms (bench/hopper_tile_sweep.py --only fused, FUSED_D=64).
+#   TILES_COMMIT=<commit> sh bench/device_session19h.sh
+DEVICE_PYTHONPATH=tests/hopper:bench
+. bench/device_env.sh
+gpu_tests 150 tests/portability/test_attention.py -k "backward_fused" tests/test_attention_fused.py
+FUSED_D=64 timeout 300 python3 bench/hopper_tile_sweep.py --only fused --seqs 1024,4096,16384 > "$OUT/fused.txt" 2>&1
+python3 - "$OUT/fused.txt" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    if not line.startswith("{"):
+        continue
+    r = json.loads(line)
+    if r.get("kind") != "fused":
+        print(line[:300]); continue
+    ms = r["ms"]
+    print(f"D={r['D']} causal={int(r['causal'])} S={r['S']}", " ".join(f"{n} {ms['split'] / t:.3f}{'' if r['ok'][n] else '!'}" for n, t in ms.items()))
+PY
+grep -iE "error|Traceback" "$OUT/fused.txt" | head -5
