@@ -310,8 +310,8 @@ def test_peeled_first_iteration(kernel, D, tmp_path):
     from test_compile import assert_no_spills
 
     name = {"fwd": "attention_fwd", "dq": "attention_bwd_dq", "dkdv": "attention_bwd_dkdv"}[kernel]
-    # (without the TMA store dQ launches with at D = 128: peeled, its divergent issue makes ptxas
-    # serialize the wgmmas, C7519; dQ is launched unpeeled)
+    # without the TMA store, which dQ launches with at D = 128: peeled, the store's divergent issue
+    # makes ptxas serialize the wgmmas (C7519), and dQ is launched unpeeled
     opts = {**(WarpSpecializedLowering.SCHEDULES.get((name, D)) or {}), "tma_store": False}
     plain = _lower(D=D, causal=True, kernel=kernel, launched=True, options={**opts, "peel": False})
     peeled = _lower(D=D, causal=True, kernel=kernel, launched=True, options={**opts, "peel": True})
