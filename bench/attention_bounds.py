@@ -9,7 +9,8 @@ attention; everything else is the launched kernel, instruction for instruction):
 * `nomax`: the row maximum not taken (m_new = m: no FMNMX tree, no shuffles);
 * `norescale`: O not rescaled by alpha (64 FMUL a thread a block);
 * `nosum`: the row sum not taken;
-* `none`: all four.
+* `none`: all four (measured above the tensor cores' peak on the H200: ptxas then drops work, so
+  this one is not a bound).
 Timed interleaved (hopper_gemm_tiles.timed: 20 launches behind a sleep, medians) next to SDPA's cuDNN
 backend, at B·S = 16k tokens, H·D = 2048, non-causal.
 """
