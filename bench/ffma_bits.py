@@ -5,7 +5,7 @@
 ptxas sets the yield hint on every second FFMA of a promotion run (bit clear: the warp may yield) and the
 reuse flag on the scale operand of the others only; an FFMA reading the scale from the register file
 then shares a bank with part or acc. Control bits of a Hopper instruction (the high word's bits 41-61):
-stall (4), yield (1), write barrier (3), read barrier (3), wait mask (6), reuse (4: operands A, B, C, D).
+stall (4), yield (1), write barrier (3), read barrier (3), wait mask (6), reuse (4; bit 1 is operand B's).
 They are scheduling hints and caches, not meaning: the output must stay the same bits. Modes, for
 every run of 16 or more FFMAs in the launched kernel at the issue's five shapes:
 * `noyield_reuse`: no yield hint on any, and operand B's reuse flag wherever the next FFMA reads the
