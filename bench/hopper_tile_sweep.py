@@ -242,12 +242,20 @@ def fused(seqs="1024,4096,16384"):
                        ("uni_nopf_s2", {"uniform_warpgroup": True, "prefetch": False, "stages": 2}),
                        ("uni_ds1_nopf", {"uniform_warpgroup": True, "prefetch": False, "ds_stages": 1})):
         modes["fused_" + name] = (True, {**schedules, ("attention_bwd_fused", 128): {**fdef, **over}})
+    D = int(os.environ.get("FUSED_D", 128))
+    if D == 64:  # session 19: dQ as each warpgroup's share of the sum over its keys (split_k)
+        key = ("attention_bwd_fused", 64)
+        base = dict(schedules[key])  # one CTA a program (session 20; the persistent walk spills)
+        modes = {"split": (False, schedules)}
+        for name, over in (("fused", {}), ("fused_persist", {"persistent": True}), ("fused_norot", {"rotate": False}),
+                           ("fused_pp", {"pingpong": True}), ("fused_ds1", {"ds_stages": 1}),
+                           ("fused_nows", {"whole_tile_stores": False})):
+            modes[name] = (True, {**schedules, key: {**base, **over}})
     if os.environ.get("FUSED_MODES"):  # a subset, by name (split always)
         keep = set(os.environ["FUSED_MODES"].split(",")) | {"split"}
         modes = {n: m for n, m in modes.items() if n in keep}
-    D = 128
     for causal in (False, True):
-        for S, H, Hkv in [(int(x), 16, 16) for x in seqs.split(",")] + [(4096, 64, 8)]:
+        for S, H, Hkv in [(int(x), 2048 // D, 2048 // D) for x in seqs.split(",")] + [(4096, 64, 8)] * (D == 128):
             B = 16384 // S
             g = torch.Generator(device="cuda").manual_seed(0)
             q, do = (torch.randn(B, S, H, D, device="cuda", generator=g).bfloat16() for _ in range(2))

@@ -62,10 +62,11 @@ class HopperBackend(Backend):
 
     def supports(self, kernel: str, **problem) -> bool:
         if kernel == "attention_bwd_fused":
-            # its dQ block is held transposed, D x 64 queries: D must be the 128 key rows the two
-            # consumer warpgroups split (lower_attention.orient). Lowered at any call; chosen by
-            # tiles.attention only with FUSED_BACKWARD.
-            return problem.get("D", 128) == 128 and (self.FUSED_BACKWARD or not problem)
+            # its dQ block is held transposed at D = 128 (D x 64 queries: D is the 128 key rows the two
+            # consumer warpgroups split, lower_attention.orient); at D = 64 each warpgroup sums its own
+            # keys' share of it (split_k). Lowered at any call; chosen by tiles.attention only with
+            # FUSED_BACKWARD.
+            return problem.get("D", 128) in (64, 128) and (self.FUSED_BACKWARD or not problem)
         return kernel in LOWERINGS
 
     def check_fp8(self, name: str, dtype: torch.dtype, device=None) -> None:

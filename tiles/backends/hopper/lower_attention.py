@@ -222,6 +222,21 @@ class WarpSpecializedLowering(Lowering):
         if self.BM % (64 * self.consumers):
             self._fail(f"BM={self.BM} does not split into {self.consumers} consumer warpgroups of 64-row slices")
         self.WG_ROWS = self.BM // self.consumers
+        # an mma of two shared tiles whose product has neither the rows nor the columns the warpgroups
+        # split but sums over them (the fused backward's dQ = dS K at D = 64: 64 queries x 64 over the
+        # 128 keys), read only by store_adds and scalar muls: each warpgroup sums its own slice of
+        # them (mma_AtB_slice) and adds its partial product into global memory
+        self.split_k = set()
+        for n in mmas:
+            acc, a, b = n.outs[0], n.ins[0], n.ins[1]
+            if acc in self.flipped or self.stored(acc)[0] == self.BM or acc.rows % 64:
+                continue
+            uses = [x for x in k.walk() if isinstance(x, ir.Op) and x is not n and acc in _tiles_of(x)]
+            linear = all(x.name == "store_add" or (x.name == "mul" and x.outs[0] is acc and x.ins[0] is acc
+                                                   and not isinstance(x.ins[1], ir.Tile)) for x in uses)
+            kdim = a.rows if n.attrs.get("ta", False) else a.cols
+            if a.kind == b.kind == "shared" and kdim == self.BM and linear:
+                self.split_k.add(acc)
         for t in k.tiles:
             if t.kind == "vec" and t.axis != "row":
                 self._fail(f"column vector {t.name}: the row split over warpgroups keeps only row vectors")
@@ -230,7 +245,7 @@ class WarpSpecializedLowering(Lowering):
                     self._fail(f"vector {t.name} runs along the columns of transposed tiles: its length must be "
                                f"a multiple of 8, got {t.rows}")
                 continue
-            if t.kind in ("reg", "vec") and self.stored(t)[0] != self.BM:
+            if t.kind in ("reg", "vec") and self.stored(t)[0] != self.BM and t not in self.split_k:
                 how = " (held transposed)" if t in self.flipped else ""
                 self._fail(f"register tile {t.name}{how} has {self.stored(t)[0]} rows; every register tile must "
                            f"have the {self.BM} rows the consumer warpgroups split")
@@ -284,7 +299,8 @@ class WarpSpecializedLowering(Lowering):
         # store_add of a tile held transposed: staged in shared memory in the logical orientation, one
         # f32 tile per consumer warpgroup (its columns of the logical tile), and added by a TMA reduce
         self.reduces: Dict[int, str] = {}
-        for o in [n for n in k.walk() if isinstance(n, ir.Op) and n.name == "store_add" and n.ins[0] in self.flipped]:
+        for o in [n for n in k.walk() if isinstance(n, ir.Op) and n.name == "store_add"
+                  and (n.ins[0] in self.flipped or n.ins[0] in self.split_k)]:
             t, view = o.ins
             P = view.param
             if P.rank > 4 or view.rank != 2 or view.kept[1] != P.rank - 1:
@@ -293,7 +309,7 @@ class WarpSpecializedLowering(Lowering):
                 self._fail(f"store_add of {t.name}: a TMA box takes a multiple of 8 rows, at most 256; got {t.rows}", o)
             self._write_map(o, t.rows, f"store_add to {P.name}, which the kernel also loads")
             self.reduces[id(o)] = f"{t.name}_red"
-        red_bytes = sum(self.consumers * o.ins[0].rows * self.WG_ROWS * 4 for o in k.walk()
+        red_bytes = sum(self.consumers * o.ins[0].rows * self._staged_cols(o.ins[0]) * 4 for o in k.walk()
                         if isinstance(o, ir.Op) and id(o) in self.reduces)
         # option tma_store: a 16-bit register tile stored to global memory outside the pipelined loop
         # goes through a swizzled staging tile per consumer warpgroup and a TMA store, which drops the
@@ -334,6 +350,11 @@ class WarpSpecializedLowering(Lowering):
         self.smem_bytes = smem(self.stages)
         if self.smem_bytes > SMEM_LIMIT:
             self._fail(f"{self.stages} stages need {self.smem_bytes} bytes of shared memory (limit {SMEM_LIMIT})")
+
+    def _staged_cols(self, t: ir.Tile) -> str:
+        """Columns of a warpgroup's f32 staging tile for a TMA reduce of t: its part of a transposed
+        tile's columns, or all of a split-K product's."""
+        return t.cols if t in self.split_k else self.WG_ROWS
 
     def _write_map(self, o: ir.Op, rows: int, loaded: str) -> None:
         """The TMA map a store or store_add `o` writes its tensor through, boxes of `rows` rows; a tensor
@@ -619,6 +640,13 @@ class WarpSpecializedLowering(Lowering):
         in_ring = any(t in self.ring for t in (a, b))
         g_stage = ("cur" if stage == "pos.stage" else "held") if in_ring else None
         reads = [t for t in (wa, wb) if t.kind == "shared"]
+        if acc in self.split_k:
+            if not (wa.kind == "shared" and wa_t and not wb_t):
+                self._fail(f"mma into {acc.name} (a sum the warpgroups split): lowered with A given K x M and "
+                           f"B given K x N (mma_AtB_slice) only", n)
+            call = (f"mma_AtB_slice<WG_ROWS>({self.var(acc)}, {self.var(wa, stage)}, {self.var(wb, stage)}, "
+                    f"wg_row0, {acc_s});  // this warpgroup's rows of the sum")
+            return call, _Group(acc, None, g_stage, reads)
         if wa.kind == "shared" and wa_t:
             # A given K x M (MN-major, wgmma's transpose bit for A): this warpgroup's rows of the
             # product are columns wg_row0.. of the tile
@@ -744,14 +772,20 @@ class WarpSpecializedLowering(Lowering):
         if self.reducer:
             return lines + [
                 f"{pad}arch::bar_sync(4 + 2 * cw, 128 + 32);  // the reducer has read the staging tile's last contents",
-                f"{pad}store_transposed({stage}, {self.var(t)});",
+                f"{pad}{self._stage_write(stage, t)}",
                 f"{pad}arch::fence_proxy_async();  // generic-proxy stores, visible to the TMA unit",
                 f"{pad}arch::bar_arrive(5 + 2 * cw, 128 + 32);  // full: the reducer adds it into {view.param.name}"]
         c = self.tma_coords(view, n.attrs["row"], n.attrs["col"])
-        c[0] = f"{c[0]} + wg_row0"
+        if t not in self.split_k:  # a warpgroup's part of a transposed tile: its columns
+            c[0] = f"{c[0]} + wg_row0"
         m = self.maps[(id(view.param), t.rows)]
-        return lines + self._staged(pad, "reduce", f"store_transposed({stage}, {self.var(t)});",
+        return lines + self._staged(pad, "reduce", self._stage_write(stage, t),
                                     f"reduce_add_async(&{m}, {stage}, {', '.join(c)});")
+
+    def _stage_write(self, stage: str, t: ir.Tile) -> str:
+        if t in self.split_k:
+            return f"store({stage}, {self.var(t)}, 0);  // this warpgroup's partial sum, whole"
+        return f"store_transposed({stage}, {self.var(t)});"
 
     @staticmethod
     def _staged(pad: str, what: str, write: str, issue: str) -> List[str]:
@@ -801,7 +835,8 @@ class WarpSpecializedLowering(Lowering):
             elif isinstance(n, ir.Op) and id(n) in self.reduces:
                 t, view = n.ins
                 c = self.tma_coords(view, n.attrs["row"], n.attrs["col"])
-                c[0] = f"{c[0]} + w * WG_ROWS"
+                if t not in self.split_k:  # warpgroup w's columns; a split-K partial sum covers the box
+                    c[0] = f"{c[0]} + w * WG_ROWS"
                 m = self.maps[(id(view.param), t.rows)]
                 lines += [f"{pad}// {ir.format_op(n)}",
                           f"{pad}for (int w = 0; w < CONSUMERS; ++w) {{",
@@ -1154,6 +1189,9 @@ class WarpSpecializedLowering(Lowering):
             if t.kind == "reg" and t in self.flipped:
                 decls.append(f"rt<{CTYPE[t.dtype.name]}, WG_ROWS, {t.rows}> {self.var(t)};  // {t.type_str()}, "
                              f"held transposed ({t.cols}x{t.rows})")
+            elif t.kind == "reg" and t in self.split_k:
+                decls.append(f"rt<{CTYPE[t.dtype.name]}, {t.rows}, {t.cols}> {self.var(t)};  // {t.type_str()}, "
+                             "this warpgroup's share of a sum over the split rows")
             elif t.kind == "reg":
                 decls.append(f"rt<{CTYPE[t.dtype.name]}, WG_ROWS, {t.cols}> {self.var(t)};  // {t.type_str()}")
             elif t.kind == "vec" and t in self.flipped:
@@ -1176,16 +1214,20 @@ class WarpSpecializedLowering(Lowering):
                 how = f", held transposed ({r}x{c})" if t in self.flipped else ""
                 shared.append(f"st<{CTYPE[t.dtype.name]}, {r}, {c}> {self.var(t)[2:].split('[')[0]}{n};  // {t.type_str()}{how}")
         for o in [x for x in k.walk() if isinstance(x, ir.Op) and id(x) in self.reduces]:
-            shared.append(f"st<float, {o.ins[0].rows}, WG_ROWS> {self.reduces[id(o)]}[CONSUMERS];  // "
-                          f"{o.ins[0].name}'s columns of each consumer warpgroup, for the TMA reduce into {o.ins[1].param.name}")
+            t = o.ins[0]
+            part = (f"each consumer warpgroup's partial {t.name}" if t in self.split_k
+                    else f"{t.name}'s columns of each consumer warpgroup")
+            cols = t.cols if t in self.split_k else "WG_ROWS"
+            shared.append(f"st<float, {t.rows}, {cols}> {self.reduces[id(o)]}[CONSUMERS];  // "
+                          f"{part}, for the TMA reduce into {o.ins[1].param.name}")
         for o in [x for x in k.walk() if isinstance(x, ir.Op) and id(x) in self.tma_stores]:
             t, P = o.ins[0], o.ins[1].param
             shared.append(f"st<{CTYPE[P.dtype.name]}, WG_ROWS, {t.cols}> {self.tma_stores[id(o)]}[CONSUMERS];  // "
                           f"each consumer warpgroup's rows of {t.name}, for the TMA store into {P.name}")
         if self.tma_stores:  # the stores have read shared memory before the CTA exits
             post.append("if (wg_thread() == 0) arch::tma_store_wait<0>();  // this warpgroup's TMA stores are done")
-        if self.reducer:  # the reducer's last reads of the staging tiles, before the CTA moves on or exits
-            consumer.append("arch::bar_sync(4 + 2 * cw, 128 + 32);  // the reducer has read this program's last staging tile")
+        if self.reducer:  # the reducer's last reads of the staging tiles, before the CTA exits
+            post.append("arch::bar_sync(4 + 2 * cw, 128 + 32);  // the reducer has read the last staging tile")
         elif self.reduces:  # a program's reduces have read shared memory before the CTA moves on or exits
             consumer.append("if (wg_thread() == 0) arch::tma_store_wait<0>();  // the program's reduces are done")
         params = []
@@ -1282,7 +1324,10 @@ class WarpSpecializedLowering(Lowering):
                  # index through a shuffle: 5-13 % faster (session 16; it spilled before the reducer
                  # warp took the reduce out of the consumers)
                  ("attention_bwd_fused", 128): {"persistent": False, "rotate": False, "uniform_warpgroup": True,
-                                                "whole_tile_stores": True}}
+                                                "whole_tile_stores": True},
+                 # dQ summed by warpgroup (split_k): the persistent walk makes ptxas spill 12-20 bytes
+                 ("attention_bwd_fused", 64): {"persistent": False, "uniform_warpgroup": True,
+                                               "whole_tile_stores": True}}
 
     _lowered_cache: Dict[tuple, Lowered] = {}
     _kernel_cache: Dict[tuple, object] = {}

@@ -669,6 +669,22 @@ __device__ __forceinline__ void mma_AtB(rt<float, R, N>& acc, const st<T, K, MA,
                                         const st<T, K, N, SWB>& b, bool accumulate = true) {
   mma_At<1>(acc, a, a_col0, b, accumulate);
 }
+// A K-slice of mma_AtB: rows k0 .. k0 + KP of `a` (K x M) and `b` (K x N), acc's rows the columns 0 .. R
+// of `a`. Each consumer warpgroup takes its own slice of a sum over K (its rows of a tile they split)
+// and adds its partial product into global memory; k0 is a multiple of 16.
+template <int KP, typename T, int R, int N, int K, int MA, int SWA, int SWB>
+__device__ __forceinline__ void mma_AtB_slice(rt<float, R, N>& acc, const st<T, K, MA, SWA>& a,
+                                              const st<T, K, N, SWB>& b, int k0, bool accumulate = true) {
+  static_assert(N <= 256 && KP % 16 == 0 && KP <= K && R <= MA && MA % 64 == 0, "K slices of 16; acc's rows in a");
+  if (!accumulate) fill(acc, 0.f);
+  mma_fence(acc);
+#pragma unroll
+  for (int k = 0; k < KP / 16; ++k)
+#pragma unroll
+    for (int s = 0; s < acc.slices; ++s)
+      arch::wgmma_ss<N, T, 1, 1>::run(acc.v[s], desc_mnmajor(a, k0 / 16 + k, s), desc_mnmajor(b, k0 / 16 + k),
+                                      (accumulate || k > 0) ? 1 : 0);
+}
 template <typename T, int R, int N, int K, int MA, int SWA, int SWB>
 __device__ __forceinline__ void mma_AtBt(rt<float, R, N>& acc, const st<T, K, MA, SWA>& a, int a_col0,
                                          const st<T, N, K, SWB>& b, bool accumulate = true) {
