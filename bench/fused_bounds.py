@@ -89,7 +89,7 @@ def main():
                         acc=torch.zeros(B, S, H, D, device="cuda"))
             sets.append(((q, k, v, do, lse, delta), outs))
         fns, check = {}, {}
-        for name in ("split", "dkdv", "fused", "persist", "noreduce", "nodq", "shift", "persist_shift"):
+        for name in ("split", "dkdv", "fused", "persist", "noreduce", "nodq", "persist_nodq", "shift", "persist_shift"):
             if causal and "shift" in name:
                 continue
             gos = []
@@ -104,7 +104,7 @@ def main():
                     gos.append(lambda a=a, b=b, both=name == "split": (a(), b()) if both else a())
                 else:
                     args = (q, k, v, do, lse, delta, o["dk"], o["dv"], o["acc"], D ** -0.5)
-                    edit = {"noreduce": "noreduce", "nodq": "nodq", "shift": "shift", "persist_shift": "shift"}.get(name)
+                    edit = name.replace("persist_", "") if name not in ("fused", "persist") else None
                     gos.append(fused(args, causal, persistent=name.startswith("persist"), edit=edit))
             # outputs of one launch on set 0, against the split kernels'
             o = sets[0][1]

@@ -247,9 +247,12 @@ def fused(seqs="1024,4096,16384"):
         key = ("attention_bwd_fused", 64)
         base = dict(schedules[key])  # one CTA a program (session 20; the persistent walk spills)
         modes = {"split": (False, schedules)}
-        for name, over in (("fused", {}), ("fused_persist", {"persistent": True}), ("fused_norot", {"rotate": False}),
-                           ("fused_pp", {"pingpong": True}), ("fused_ds1", {"ds_stages": 1}),
-                           ("fused_nows", {"whole_tile_stores": False})):
+        P = {"persistent": True}
+        for name, over in (("fused", {}), ("fused_persist", P), ("fused_persist_nopf", {**P, "prefetch": False}),
+                           ("fused_persist_ds1", {**P, "ds_stages": 1}), ("fused_persist_pp", {**P, "pingpong": True}),
+                           ("fused_persist_pp_nopf", {**P, "pingpong": True, "prefetch": False}),
+                           ("fused_persist_pp_peel", {**P, "pingpong": True, "peel": True}),
+                           ("fused_persist_norot", {**P, "rotate": False})):
             modes[name] = (True, {**schedules, key: {**base, **over}})
     if os.environ.get("FUSED_MODES"):  # a subset, by name (split always)
         keep = set(os.environ["FUSED_MODES"].split(",")) | {"split"}

@@ -333,6 +333,11 @@ class WarpSpecializedLowering(Lowering):
         # one while the other's last readers may still run, so one barrier a block orders them (below)
         self.written = [o.outs[0] for o in k.walk() if isinstance(o, ir.Op) and o.name == "store_shared"]
         self.ds_stages = int(self.options.get("ds_stages", 2)) if self.written else 1
+        # a written shared tile read only by split-K mmas: each warpgroup reads back the rows it wrote
+        # (its slice of the sum), so the barriers around it are its own, not every consumer's
+        readers = {id(t): [n for n in mmas if t in n.ins[:2]] for t in self.written}
+        self.own_rows = {id(t) for t in self.written
+                         if readers[id(t)] and all(n.outs[0] in self.split_k for n in readers[id(t)])}
         if self.ds_stages not in (1, 2):
             self._fail(f"ds_stages={self.ds_stages}: one or two copies of the shared tiles the consumers write")
         # transposed store_adds issued by warp 1 of the producer warpgroup (FlashAttention-3's dQ writer)
@@ -746,6 +751,14 @@ class WarpSpecializedLowering(Lowering):
         readers = [g.acc for g in pending if dst in g.reads]
         if readers:
             self.wait_for(readers, pending, lines, pad)
+        if id(dst) in self.own_rows:
+            # only this warpgroup's mma reads these rows again, and its last one on them has retired
+            # (waited for above): its own four warps are all the barrier needs
+            copy = "  // this block's copy (dsb)" if self.ds_stages == 2 else ""
+            return lines + [
+                f"{pad}store({self.var(dst)}, wg_row0, {self.var(src)});{copy}",
+                f"{pad}arch::fence_proxy_async();  // generic-proxy stores, visible to wgmma's reads",
+                f"{pad}arch::bar_sync(8 + cw, 128);  // this warpgroup's rows of {dst.name} are in (it alone reads them)"]
         if self.ds_stages == 2:
             # the copy written now was last read by the mmas of two blocks back, which each warpgroup
             # waited for before it reached the last block's barrier: only the barrier after is needed
