@@ -3,7 +3,7 @@ one, as speed bounds beside the split kernels and cuDNN.
 
     PYTHONPATH=.:bench:tests/hopper python3 bench/fused_bounds.py
 
-The fused kernel's generated source, as launched (one CTA a program) or walked persistently, with
+The fused kernel's generated source, with one CTA a program or walked persistently (as launched), with
 one change (those marked * compute no attention; everything else is the kernel as launched):
 * `noreduce`*: the reducer warp's TMA reduce of dQ taken out (its hand-over with the consumers kept);
 * `nodq`*: dQ taken out whole (its wgmma, the staging tile, the hand-over and the reduce): what is left
@@ -60,7 +60,7 @@ def edited(src: str, edit: str) -> str:
 
 
 def fused(args, causal, persistent=False, edit=None):
-    """A prepared launch of the fused kernel (as launched, or walked persistently), or of its source with
+    """A prepared launch of the fused kernel (one CTA a program, or walked persistently), or of its source with
     `edit` applied: the edited Lowered goes into the lowering cache under an option of its own."""
     opts = {**W.SCHEDULES[FUSED], "persistent": persistent}
     kw = dict(causal=causal, D=64, **W.config("attention_bwd_fused", D=64))

@@ -245,14 +245,12 @@ def fused(seqs="1024,4096,16384"):
     D = int(os.environ.get("FUSED_D", 128))
     if D == 64:  # session 19: dQ as each warpgroup's share of the sum over its keys (split_k)
         key = ("attention_bwd_fused", 64)
-        base = dict(schedules[key])  # one CTA a program (session 20; the persistent walk spills)
+        base = dict(schedules[key])  # persistent (session 20)
         modes = {"split": (False, schedules)}
-        P = {"persistent": True}
-        for name, over in (("fused", {}), ("fused_persist", P), ("fused_persist_nopf", {**P, "prefetch": False}),
-                           ("fused_persist_ds1", {**P, "ds_stages": 1}), ("fused_persist_pp", {**P, "pingpong": True}),
-                           ("fused_persist_pp_nopf", {**P, "pingpong": True, "prefetch": False}),
-                           ("fused_persist_pp_peel", {**P, "pingpong": True, "peel": True}),
-                           ("fused_persist_norot", {**P, "rotate": False})):
+        for name, over in (("fused", {}), ("fused_np", {"persistent": False}), ("fused_norot", {"rotate": False}),
+                           ("fused_pp", {"pingpong": True}), ("fused_pp_norot", {"pingpong": True, "rotate": False}),
+                           ("fused_pp_peel", {"pingpong": True, "peel": True}), ("fused_ds1", {"ds_stages": 1}),
+                           ("fused_norot_ds1", {"rotate": False, "ds_stages": 1})):
             modes[name] = (True, {**schedules, key: {**base, **over}})
     if os.environ.get("FUSED_MODES"):  # a subset, by name (split always)
         keep = set(os.environ["FUSED_MODES"].split(",")) | {"split"}

@@ -547,7 +547,7 @@ def test_fused_backward_at_d64_sums_dq_by_warpgroup(tmp_path):
     """At D = 64 the fused backward's dQ block (64 queries x 64) has neither the 128 key rows the
     warpgroups split nor them as columns, but sums over them: each warpgroup takes its own keys' share
     (mma_AtB_slice from its rows of dS and K) and the reducer warp adds both partial tiles at the same
-    coordinates. Launched one CTA a program: no spill."""
+    coordinates. Launched persistent: no spill."""
     runtime = needs.nvrtc()
     from test_compile import assert_no_spills
 
@@ -567,9 +567,12 @@ def test_fused_backward_at_d64_sums_dq_by_warpgroup(tmp_path):
         consumers = src.split("consumers: everything else")[1]
         assert consumers.rstrip().endswith("    }\n    arch::bar_sync(4 + 2 * cw, 128 + 32);  // the reducer has read "
                                            "the last staging tile\n  }\n}")  # after the walk's closing brace
-        # launched with one CTA a program: the persistent walk's registers make ptxas spill
+        # launched persistent, the walk's constants computed in each role (with the reducer's walk in
+        # the producer warpgroup's registers, ptxas spilled them when they lived across setmaxnreg)
         low = _lower(D=64, causal=causal, kernel="fused", launched=True)
-        assert not low.notes["persistent"] and "mma_AtB_slice<WG_ROWS>" in low.source
+        assert low.notes["persistent"] and "mma_AtB_slice<WG_ROWS>" in low.source
+        assert low.source.count("const int programs = grid0 * grid1 * grid2;") == 3
+        assert "constexpr int PRODUCER_REGS = 32, CONSUMER_REGS = 240;" in low.source
         c = runtime.compile_cuda(low.source, name=low.entry + ".cu", cache=False)
         assert_no_spills(c, low.entry, tmp_path)
     # at D = 128 the block is held transposed, its rows split as before

@@ -1162,6 +1162,10 @@ class WarpSpecializedLowering(Lowering):
         self.analyse()
         k = self.k
         self.consumer_regs = 240 if self.consumers <= 2 else 160  # setmaxnreg of a consumer warpgroup
+        # the producer warpgroup's: 24 leave the consumers the most; a reducer warp walking the
+        # programs persistently beside the loads needs more (at 24, ptxas spilled the causal walk's
+        # constants), and 32 still fits two consumers at 240 (128 x (32 + 2 x 240) = 64K)
+        self.producer_regs = 32 if self.consumers > 2 or (self.reducer and self.persistent) else 24
         self.hoisted: List[ir.Op] = []
         self.plan_hoist()
         loop_mmas = [x for x in self.loop_body if isinstance(x, ir.Op) and x.name == "mma"]
@@ -1272,7 +1276,7 @@ class WarpSpecializedLowering(Lowering):
                    n_once=max(1, len(self.once)), shared=shared, sig=sig, decls=decls, producer=producer, reducer=reducer,
                    whole_tile_stores=self.options.get("whole_tile_stores", False), wide_stores=self.wide_stores,
                    consumer=consumer, consumer_pre=pre, consumer_post=post, maps=[m for _, m, _, _ in params],
-                   producer_regs=24 if self.consumers <= 2 else 32, consumer_regs=self.consumer_regs,
+                   producer_regs=self.producer_regs, consumer_regs=self.consumer_regs,
                    grid=[self.expr(g) for g in k.grid], persistent=self.persistent,
                    order=self.order, reverse=self.reverse, window=self.window_bytes is not None,
                    window_bytes=self.window_bytes, window_mb=WINDOW_MB, window_note=self.window_note,
@@ -1338,9 +1342,10 @@ class WarpSpecializedLowering(Lowering):
                  # warp took the reduce out of the consumers)
                  ("attention_bwd_fused", 128): {"persistent": False, "rotate": False, "uniform_warpgroup": True,
                                                 "whole_tile_stores": True},
-                 # dQ summed by warpgroup (split_k): the persistent walk makes ptxas spill 12-20 bytes
-                 ("attention_bwd_fused", 64): {"persistent": False, "uniform_warpgroup": True,
-                                               "whole_tile_stores": True}}
+                 # dQ summed by warpgroup (split_k), persistent: 1.03-1.07x the split backward through
+                 # autograd, where one CTA a program ran 0.78-0.87x (ptxas rematerialized the loop's
+                 # shuffle lanes: 740 instructions a block against 585; session 20)
+                 ("attention_bwd_fused", 64): {"uniform_warpgroup": True, "whole_tile_stores": True}}
 
     _lowered_cache: Dict[tuple, Lowered] = {}
     _kernel_cache: Dict[tuple, object] = {}
