@@ -219,7 +219,7 @@ def fused(seqs="1024,4096,16384"):
     import tiles
     from tiles.backends.hopper import backend as hb, lower_attention
     W, HB = lower_attention.WarpSpecializedLowering, hb.HopperBackend
-    fused0, schedules = HB.FUSED_BACKWARD, dict(W.SCHEDULES)
+    fused0, fused_d0, schedules = HB.FUSED_BACKWARD, HB.FUSED_BACKWARD_D, dict(W.SCHEDULES)
     fdef = schedules[("attention_bwd_fused", 128)]
     modes = {
         "split": (False, schedules),
@@ -266,7 +266,7 @@ def fused(seqs="1024,4096,16384"):
             fns, grads = {}, {}
             for name, (fuse, sch) in modes.items():
                 def f(i, fuse=fuse, sch=sch):
-                    HB.FUSED_BACKWARD, W.SCHEDULES = fuse, sch
+                    HB.FUSED_BACKWARD, HB.FUSED_BACKWARD_D, W.SCHEDULES = fuse, (64,) if fuse else (), sch
                     return torch.autograd.grad(out, xs, do, retain_graph=True)
                 grads[name] = [x.float() for x in f(0)]
                 fns[name] = f
@@ -274,7 +274,7 @@ def fused(seqs="1024,4096,16384"):
                   for n, gr in grads.items()}
             torch.cuda.synchronize()
             ms = _time_batch(fns, rounds=7, inner=5)
-            HB.FUSED_BACKWARD, W.SCHEDULES = fused0, schedules
+            HB.FUSED_BACKWARD, HB.FUSED_BACKWARD_D, W.SCHEDULES = fused0, fused_d0, schedules
             flops = 2.5 * 4 * B * H * S * S * D / (2 if causal else 1)
             record(kind="fused", D=D, causal=causal, S=S, H=H, Hkv=Hkv, ms=ms, ok=ok,
                    tflops={n: flops / (t * 1e-3) / 1e12 for n, t in ms.items()},

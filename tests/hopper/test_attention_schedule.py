@@ -572,8 +572,39 @@ def test_fused_backward_at_d64_sums_dq_by_warpgroup(tmp_path):
         low = _lower(D=64, causal=causal, kernel="fused", launched=True)
         assert low.notes["persistent"] and "mma_AtB_slice<WG_ROWS>" in low.source
         assert low.source.count("const int programs = grid0 * grid1 * grid2;") == 3
-        assert "constexpr int PRODUCER_REGS = 32, CONSUMER_REGS = 240;" in low.source
+        assert "constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;" in low.source
         c = runtime.compile_cuda(low.source, name=low.entry + ".cu", cache=False)
         assert_no_spills(c, low.entry, tmp_path)
     # at D = 128 the block is held transposed, its rows split as before
     assert "mma_AtB_slice" not in _lower(D=128, causal=False, kernel="fused").source
+
+
+def test_backward_runs_fused_at_d64_only(monkeypatch):
+    """tiles.attention's backward takes attention_bwd_fused at the head dims of FUSED_BACKWARD_D (64:
+    faster than the split kernels there, session 20), at both with FUSED_BACKWARD, else the split
+    kernels; direct launches (no problem given) lower it at both."""
+    from tiles.backends.hopper.backend import HopperBackend
+
+    be = HopperBackend.__new__(HopperBackend)  # supports() reads only the class's switches
+    problem = dict(causal=False, Sq=4096, Sk=4096)
+    assert be.supports("attention_bwd_fused", D=64, **problem)
+    assert not be.supports("attention_bwd_fused", D=128, **problem)
+    assert be.supports("attention_bwd_fused") and not be.supports("attention_bwd_fused", D=96, **problem)
+    monkeypatch.setattr(HopperBackend, "FUSED_BACKWARD_D", ())
+    assert not be.supports("attention_bwd_fused", D=64, **problem)
+    monkeypatch.setattr(HopperBackend, "FUSED_BACKWARD", True)
+    assert be.supports("attention_bwd_fused", D=64, **problem) and be.supports("attention_bwd_fused", D=128, **problem)
+
+
+def test_register_budgets_fit_the_ctas_allocation():
+    """setmaxnreg moves registers within the CTA's allocation (168 a thread for 384 threads), so the
+    budgets must sum within it: 32 + 2 x 240 (64K, above 168 x 384) left the consumers' setmaxnreg.inc
+    waiting forever on the H200 (session 20). The template's static_assert refuses that sum, and the
+    persistent D = 64 fused backward, whose reducer warp needs more than 24, takes 40 + 2 x 232."""
+    runtime = needs.nvrtc()
+    low = _lower(D=64, causal=True, kernel="fused", launched=True)
+    assert "constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;" in low.source
+    runtime.compile_cuda(low.source, name=low.entry + ".cu", cache=False)
+    bad = low.source.replace("PRODUCER_REGS = 40, CONSUMER_REGS = 232", "PRODUCER_REGS = 32, CONSUMER_REGS = 240")
+    with pytest.raises(Exception, match="register budgets exceed the CTA's allocation"):
+        runtime.compile_cuda(bad, name=low.entry + "_bad.cu", cache=False)

@@ -59,14 +59,21 @@ class HopperBackend(Backend):
     # dV hold 128 of a consumer's 240 registers, so S, dP and dQ cannot all be in flight, and the two
     # consumer warpgroups meet on the shared dS in every block (bench/hopper_notes.md).
     FUSED_BACKWARD = False
+    # ... but at D = 64 the fused backward is the faster one: each consumer warpgroup sums its own keys'
+    # share of dQ (split_k) and meets no other on dS; persistent, 1.02-1.07x the split backward
+    # non-causal and 1.03-1.07x causal from 1k tokens (session 20). Its dQ, added up by TMA reduces
+    # in whatever order the CTAs reach them, is not bitwise reproducible from run to run (cuDNN's
+    # backward is not either); FUSED_BACKWARD_D = () gives the split kernels back.
+    FUSED_BACKWARD_D = (64,)
 
     def supports(self, kernel: str, **problem) -> bool:
         if kernel == "attention_bwd_fused":
             # its dQ block is held transposed at D = 128 (D x 64 queries: D is the 128 key rows the two
             # consumer warpgroups split, lower_attention.orient); at D = 64 each warpgroup sums its own
-            # keys' share of it (split_k). Lowered at any call; chosen by tiles.attention only with
-            # FUSED_BACKWARD.
-            return problem.get("D", 128) in (64, 128) and (self.FUSED_BACKWARD or not problem)
+            # keys' share of it (split_k). Lowered at any call; chosen by tiles.attention at the head
+            # dims of FUSED_BACKWARD_D, at both with FUSED_BACKWARD.
+            D = problem.get("D", 128)
+            return D in (64, 128) and (self.FUSED_BACKWARD or D in self.FUSED_BACKWARD_D or not problem)
         return kernel in LOWERINGS
 
     def check_fp8(self, name: str, dtype: torch.dtype, device=None) -> None:

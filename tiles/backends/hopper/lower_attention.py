@@ -1162,10 +1162,12 @@ class WarpSpecializedLowering(Lowering):
         self.analyse()
         k = self.k
         self.consumer_regs = 240 if self.consumers <= 2 else 160  # setmaxnreg of a consumer warpgroup
-        # the producer warpgroup's: 24 leave the consumers the most; a reducer warp walking the
-        # programs persistently beside the loads needs more (at 24, ptxas spilled the causal walk's
-        # constants), and 32 still fits two consumers at 240 (128 x (32 + 2 x 240) = 64K)
-        self.producer_regs = 32 if self.consumers > 2 or (self.reducer and self.persistent) else 24
+        self.producer_regs = 24 if self.consumers <= 2 else 32
+        if self.reducer and self.persistent and self.consumers == 2:
+            # a reducer warp walking the programs beside the loads: at 24 registers ptxas spilled the
+            # causal walk's constants. 16 more for the producer warpgroup are 8 fewer a consumer thread,
+            # within the CTA's 168 x 384 (the template's static_assert; setmaxnreg takes multiples of 8)
+            self.producer_regs, self.consumer_regs = 40, 232
         self.hoisted: List[ir.Op] = []
         self.plan_hoist()
         loop_mmas = [x for x in self.loop_body if isinstance(x, ir.Op) and x.name == "mma"]

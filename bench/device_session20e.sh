@@ -1,0 +1,26 @@
+#!/bin/sh
+# Session 20, fifth call: the D = 64 fused backward after the register budgets' fix (32 + 2 x 240
+# exceeded the CTA's 168 x 384 registers and the fourth call's kernels hung in setmaxnreg.inc; now
+# 40 + 2 x 232, and the template's static_assert refuses such a sum). tiles.attention's backward takes
+# it at D = 64 now: the portability suite's attention tests, the fused tests, then the sweep
+# (FUSED_D=64, S = 512 to 16k) of the launched form against rotation off and turns.
+#   TILES_COMMIT=<commit> sh bench/device_session20e.sh
+DEVICE_PYTHONPATH=tests/hopper:bench
+. bench/device_env.sh
+gpu_tests 110 tests/portability/test_attention.py tests/test_attention_fused.py tests/hopper/test_attention_schedule.py
+grep -q " passed" "$OUT/tests.txt" || { tail -c 600 "$OUT/tests.txt"; exit 1; }
+FUSED_D=64 FUSED_MODES=fused,fused_norot,fused_pp timeout 160 python3 bench/hopper_tile_sweep.py --only fused \
+    --seqs 512,1024,4096,16384 > "$OUT/fused.txt" 2>&1
+python3 - "$OUT/fused.txt" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    if not line.startswith("{"):
+        continue
+    r = json.loads(line)
+    if r.get("kind") != "fused":
+        print(line[:300]); continue
+    ms = r["ms"]
+    print(f"D={r['D']} causal={int(r['causal'])} S={r['S']} split {ms['split']:.3f} ms",
+          " ".join(f"{n.replace('fused_', '')} {ms['split'] / t:.3f}{'' if r['ok'][n] else '!'}" for n, t in ms.items() if n != "split"))
+PY
+grep -iE "error|Traceback" "$OUT/fused.txt" | head -5
