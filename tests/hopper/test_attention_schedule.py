@@ -580,9 +580,9 @@ def test_fused_backward_at_d64_sums_dq_by_warpgroup(tmp_path):
 
 
 def test_backward_runs_fused_at_d64_only(monkeypatch):
-    """tiles.attention's backward takes attention_bwd_fused at the head dims of FUSED_BACKWARD_D (64:
-    faster than the split kernels there, session 20), at both with FUSED_BACKWARD, else the split
-    kernels; direct launches (no problem given) lower it at both."""
+    """tiles.attention's backward takes attention_bwd_fused at the head dims of FUSED_BACKWARD_D (64,
+    from 1k queries: faster than the split kernels there, session 20), at both with FUSED_BACKWARD,
+    else the split kernels; direct launches (no problem given) lower it at both."""
     from tiles.backends.hopper.backend import HopperBackend
 
     be = HopperBackend.__new__(HopperBackend)  # supports() reads only the class's switches
@@ -590,7 +590,8 @@ def test_backward_runs_fused_at_d64_only(monkeypatch):
     assert be.supports("attention_bwd_fused", D=64, **problem)
     assert not be.supports("attention_bwd_fused", D=128, **problem)
     assert be.supports("attention_bwd_fused") and not be.supports("attention_bwd_fused", D=96, **problem)
-    monkeypatch.setattr(HopperBackend, "FUSED_BACKWARD_D", ())
+    assert not be.supports("attention_bwd_fused", D=64, causal=True, Sq=512, Sk=512)  # not measured: split
+    monkeypatch.setattr(HopperBackend, "FUSED_BACKWARD_D", {})
     assert not be.supports("attention_bwd_fused", D=64, **problem)
     monkeypatch.setattr(HopperBackend, "FUSED_BACKWARD", True)
     assert be.supports("attention_bwd_fused", D=64, **problem) and be.supports("attention_bwd_fused", D=128, **problem)

@@ -60,11 +60,12 @@ class HopperBackend(Backend):
     # consumer warpgroups meet on the shared dS in every block (bench/hopper_notes.md).
     FUSED_BACKWARD = False
     # ... but at D = 64 the fused backward is the faster one: each consumer warpgroup sums its own keys'
-    # share of dQ (split_k) and meets no other on dS; persistent, 1.02-1.07x the split backward
-    # non-causal and 1.03-1.07x causal from 1k tokens (session 20). Its dQ, added up by TMA reduces
-    # in whatever order the CTAs reach them, is not bitwise reproducible from run to run (cuDNN's
-    # backward is not either); FUSED_BACKWARD_D = () gives the split kernels back.
-    FUSED_BACKWARD_D = (64,)
+    # share of dQ (split_k) and meets no other on dS; persistent, 1.02-1.04x the split backward
+    # non-causal and 1.03-1.07x causal at 1k-16k queries (session 20; shorter ones not measured, so
+    # they keep the split kernels). Head dim -> the fewest queries it is taken at. Its dQ, added up
+    # by TMA reduces in whatever order the CTAs reach them, is not bitwise reproducible from run to
+    # run (cuDNN's backward is not either); FUSED_BACKWARD_D = {} gives the split kernels back.
+    FUSED_BACKWARD_D = {64: 1024}
 
     def supports(self, kernel: str, **problem) -> bool:
         if kernel == "attention_bwd_fused":
@@ -73,7 +74,8 @@ class HopperBackend(Backend):
             # keys' share of it (split_k). Lowered at any call; chosen by tiles.attention at the head
             # dims of FUSED_BACKWARD_D, at both with FUSED_BACKWARD.
             D = problem.get("D", 128)
-            return D in (64, 128) and (self.FUSED_BACKWARD or D in self.FUSED_BACKWARD_D or not problem)
+            chosen = D in self.FUSED_BACKWARD_D and problem.get("Sq", 0) >= self.FUSED_BACKWARD_D[D]
+            return D in (64, 128) and (self.FUSED_BACKWARD or chosen or not problem)
         return kernel in LOWERINGS
 
     def check_fp8(self, name: str, dtype: torch.dtype, device=None) -> None:
