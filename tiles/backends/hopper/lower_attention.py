@@ -758,7 +758,7 @@ class WarpSpecializedLowering(Lowering):
             return lines + [
                 f"{pad}store({self.var(dst)}, wg_row0, {self.var(src)});{copy}",
                 f"{pad}arch::fence_proxy_async();  // generic-proxy stores, visible to wgmma's reads",
-                f"{pad}arch::bar_sync(8 + cw, 128);  // this warpgroup's rows of {dst.name} are in (it alone reads them)"]
+                f"{pad}arch::bar_sync(8 + cw, 128);  // this warpgroup's rows of {dst.name} are in (only it reads them)"]
         if self.ds_stages == 2:
             # the copy written now was last read by the mmas of two blocks back, which each warpgroup
             # waited for before it reached the last block's barrier: only the barrier after is needed

@@ -137,6 +137,11 @@ template <int N> __device__ __forceinline__ void reg_dec() {
   static_assert(N % 8 == 0 && N >= 24 && N <= 256, "setmaxnreg count: multiple of 8 in [24, 256]");
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N));
 }
+// The registers a thread starts with under __launch_bounds__(threads, 1): 64K / threads, at most 255,
+// in steps of 8. The CTA's allocation is that times its threads, and setmaxnreg only moves registers
+// within it: budgets that sum past it leave setmaxnreg.inc waiting forever (at 384 threads, 168 each:
+// 24 + 2 x 240 fits, 32 + 2 x 240 hangs).
+__host__ __device__ constexpr int entry_registers(int threads) { return (65536 / threads < 255 ? 65536 / threads : 255) / 8 * 8; }
 
 // ---------------------------------------------------------------- fences and named barriers
 // Ordinary st.shared writes that wgmma or TMA (the async proxy) read next need this in the writer.
