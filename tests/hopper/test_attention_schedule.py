@@ -609,3 +609,35 @@ def test_register_budgets_fit_the_ctas_allocation():
     bad = low.source.replace("PRODUCER_REGS = 40, CONSUMER_REGS = 232", "PRODUCER_REGS = 32, CONSUMER_REGS = 240")
     with pytest.raises(Exception, match="register budgets exceed the CTA's allocation"):
         runtime.compile_cuda(bad, name=low.entry + "_bad.cu", cache=False)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_backward_at_d64_runs_fused_on_the_gpu(causal, monkeypatch):
+    """tiles.attention's backward at D = 64 from 1k queries is attention_bwd_fused (not the split
+    kernels), with row tails and grouped heads, and meets the float64 rule of the portability suite."""
+    needs.hopper_gpu()
+    import tiles
+    from reference import attention_ref, fl, max_err
+
+    launched = []
+    launch = tiles.api._launch
+    monkeypatch.setattr(tiles.api, "_launch", lambda b, kfn, *a, **kw: (launched.append(kfn.name), launch(b, kfn, *a, **kw)))
+    g = torch.Generator(device="cuda").manual_seed(20)
+    B, S, H, Hkv, D = 2, 1100, 4, 2, 64
+    q = torch.randn(B, S, H, D, device="cuda", generator=g).bfloat16()
+    k, v = (torch.randn(B, S, Hkv, D, device="cuda", generator=g).bfloat16() for _ in range(2))
+    do = torch.randn(B, S, H, D, device="cuda", generator=g).bfloat16()
+    scale = 0.7 / math.sqrt(D)
+    grads = {}
+    for kind, fn in (("tiles", lambda q, k, v: tiles.attention(q, k, v, causal=causal, scale=scale, backend="hopper")),
+                     ("ref", lambda q, k, v: attention_ref(q, k, v, causal, scale)[0]),
+                     ("lp", lambda q, k, v: attention_ref(q, k, v, causal, scale, dtype=torch.bfloat16)[0])):
+        dt = torch.float64 if kind == "ref" else torch.bfloat16
+        xs = [x.detach().to(dt).requires_grad_() for x in (q, k, v)]
+        fn(*xs).backward(do.to(dt))
+        grads[kind] = [x.grad for x in xs]
+    assert "attention_bwd_fused" in launched and "attention_bwd_dq" not in launched, launched
+    for i, n in enumerate("qkv"):
+        ref = grads["ref"][i]
+        e, e_lp = max_err(grads["tiles"][i], ref), max_err(grads["lp"][i], ref)
+        assert e <= 3 * e_lp + fl(ref), f"d{n}: max error {e:.3e} > 3·{e_lp:.3e} + fl"
