@@ -11,15 +11,5 @@ DEVICE_PYTHONPATH=tests/hopper:bench
 . bench/device_env.sh
 gpu_tests 150 tests/portability/test_attention.py -k "backward_fused" tests/test_attention_fused.py
 FUSED_D=64 timeout 300 python3 bench/hopper_tile_sweep.py --only fused --seqs 1024,4096,16384 > "$OUT/fused.txt" 2>&1
-python3 - "$OUT/fused.txt" <<'PY'
-import json, sys
-for line in open(sys.argv[1]):
-    if not line.startswith("{"):
-        continue
-    r = json.loads(line)
-    if r.get("kind") != "fused":
-        print(line[:300]); continue
-    ms = r["ms"]
-    print(f"D={r['D']} causal={int(r['causal'])} S={r['S']}", " ".join(f"{n} {ms['split'] / t:.3f}{'' if r['ok'][n] else '!'}" for n, t in ms.items()))
-PY
+python3 bench/fused_summary.py "$OUT/fused.txt"
 grep -iE "error|Traceback" "$OUT/fused.txt" | head -5

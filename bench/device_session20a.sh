@@ -11,18 +11,7 @@ DEVICE_PYTHONPATH=tests/hopper:bench
 gpu_tests 150 tests/portability/test_attention.py tests/test_attention_fused.py tests/hopper/test_attention_schedule.py \
     -k "fused"
 FUSED_D=64 timeout 200 python3 bench/hopper_tile_sweep.py --only fused --seqs 1024,4096,16384 > "$OUT/fused.txt" 2>&1
-python3 - "$OUT/fused.txt" <<'PY'
-import json, sys
-for line in open(sys.argv[1]):
-    if not line.startswith("{"):
-        continue
-    r = json.loads(line)
-    if r.get("kind") != "fused":
-        print(line[:300]); continue
-    ms = r["ms"]
-    print(f"D={r['D']} causal={int(r['causal'])} S={r['S']} split {ms['split']:.3f} ms",
-          " ".join(f"{n} {ms['split'] / t:.3f}{'' if r['ok'][n] else '!'}" for n, t in ms.items() if n != "split"))
-PY
+python3 bench/fused_summary.py "$OUT/fused.txt"
 grep -iE "error|Traceback" "$OUT/fused.txt" | head -5
 FUSED_OPTIONS=persistent WORKLOAD=fused TOOLS=synccheck TOOL_TIMEOUT=90 sh bench/device_sanitize.sh
 WORKLOAD=fused TOOLS=racecheck TOOL_TIMEOUT=90 sh bench/device_sanitize.sh

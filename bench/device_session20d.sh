@@ -8,18 +8,7 @@ DEVICE_PYTHONPATH=tests/hopper:bench
 . bench/device_env.sh
 gpu_tests 120 tests/portability/test_attention.py tests/test_attention_fused.py tests/hopper/test_attention_schedule.py -k "fused"
 FUSED_D=64 timeout 200 python3 bench/hopper_tile_sweep.py --only fused --seqs 1024,4096,16384 > "$OUT/fused.txt" 2>&1
-python3 - "$OUT/fused.txt" <<'PY'
-import json, sys
-for line in open(sys.argv[1]):
-    if not line.startswith("{"):
-        continue
-    r = json.loads(line)
-    if r.get("kind") != "fused":
-        print(line[:300]); continue
-    ms = r["ms"]
-    print(f"D={r['D']} causal={int(r['causal'])} S={r['S']} split {ms['split']:.3f} ms",
-          " ".join(f"{n.replace('fused_', '')} {ms['split'] / t:.3f}{'' if r['ok'][n] else '!'}" for n, t in ms.items() if n != "split"))
-PY
+python3 bench/fused_summary.py "$OUT/fused.txt"
 grep -iE "error|Traceback" "$OUT/fused.txt" | head -5
 timeout 100 python3 bench/fused_bounds.py 2>&1 | grep -vE "^\s*$" | tail -4
 python3 bench/profile_attention.py tiles bwd 4 32 4096 64 0 --fused >/dev/null 2>&1  # compile outside the profiler

@@ -11,16 +11,5 @@ gpu_tests 110 tests/portability/test_attention.py tests/test_attention_fused.py 
 grep -q " passed" "$OUT/tests.txt" || { tail -c 600 "$OUT/tests.txt"; exit 1; }
 FUSED_D=64 FUSED_MODES=fused,fused_norot,fused_pp timeout 160 python3 bench/hopper_tile_sweep.py --only fused \
     --seqs 512,1024,4096,16384 > "$OUT/fused.txt" 2>&1
-python3 - "$OUT/fused.txt" <<'PY'
-import json, sys
-for line in open(sys.argv[1]):
-    if not line.startswith("{"):
-        continue
-    r = json.loads(line)
-    if r.get("kind") != "fused":
-        print(line[:300]); continue
-    ms = r["ms"]
-    print(f"D={r['D']} causal={int(r['causal'])} S={r['S']} split {ms['split']:.3f} ms",
-          " ".join(f"{n.replace('fused_', '')} {ms['split'] / t:.3f}{'' if r['ok'][n] else '!'}" for n, t in ms.items() if n != "split"))
-PY
+python3 bench/fused_summary.py "$OUT/fused.txt"
 grep -iE "error|Traceback" "$OUT/fused.txt" | head -5

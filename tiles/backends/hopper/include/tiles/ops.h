@@ -649,20 +649,24 @@ __device__ __forceinline__ void mma_ABt(rt<float, R, N>& acc, const st<T, RA, K,
 }
 // A given K x M (MN-major: wgmma's transpose bit for A): acc's rows are columns a_col0 .. a_col0 + R
 // of `a` (whole 64-column chunks of its swizzled layout). B as in mma_AB (TB = 1) / mma_ABt (TB = 0).
-template <int TB, typename T, int R, int N, int K, int MA, int SWA, class SB>
+// KP > 0 sums over rows k0 .. k0 + KP of K only (k0 a multiple of 16): mma_AtB_slice.
+template <int TB, int KP = 0, typename T, int R, int N, int K, int MA, int SWA, class SB>
 __device__ __forceinline__ void mma_At(rt<float, R, N>& acc, const st<T, K, MA, SWA>& a, int a_col0, const SB& b,
-                                       bool accumulate) {
-  static_assert(N <= 256 && K % 16 == 0 && MA % 64 == 0, "one wgmma covers N <= 256; K steps of 16");
+                                       bool accumulate, int k0 = 0) {
+  constexpr int KS = (KP ? KP : K) / 16;  // wgmma K steps
+  static_assert(N <= 256 && K % 16 == 0 && KP % 16 == 0 && KP <= K && MA % 64 == 0,
+                "one wgmma covers N <= 256; K steps of 16");
   // accumulate = false: the old values are dead; zeroing them ends their live range here (the wgmma's
   // read-write operands would otherwise carry whatever the registers held into it)
   if (!accumulate) fill(acc, 0.f);
   mma_fence(acc);
 #pragma unroll
-  for (int k = 0; k < K / 16; ++k)
+  for (int k = 0; k < KS; ++k)
 #pragma unroll
     for (int s = 0; s < acc.slices; ++s)
-      arch::wgmma_ss<N, T, 1, TB>::run(acc.v[s], desc_mnmajor(a, k, a_col0 / 64 + s),
-                                       TB ? desc_mnmajor(b, k) : desc_kmajor(b, 0, k), (accumulate || k > 0) ? 1 : 0);
+      arch::wgmma_ss<N, T, 1, TB>::run(acc.v[s], desc_mnmajor(a, k0 / 16 + k, a_col0 / 64 + s),
+                                       TB ? desc_mnmajor(b, k0 / 16 + k) : desc_kmajor(b, 0, k0 / 16 + k),
+                                       (accumulate || k > 0) ? 1 : 0);
 }
 template <typename T, int R, int N, int K, int MA, int SWA, int SWB>
 __device__ __forceinline__ void mma_AtB(rt<float, R, N>& acc, const st<T, K, MA, SWA>& a, int a_col0,
@@ -675,15 +679,7 @@ __device__ __forceinline__ void mma_AtB(rt<float, R, N>& acc, const st<T, K, MA,
 template <int KP, typename T, int R, int N, int K, int MA, int SWA, int SWB>
 __device__ __forceinline__ void mma_AtB_slice(rt<float, R, N>& acc, const st<T, K, MA, SWA>& a,
                                               const st<T, K, N, SWB>& b, int k0, bool accumulate = true) {
-  static_assert(N <= 256 && KP % 16 == 0 && KP <= K && R <= MA && MA % 64 == 0, "K slices of 16; acc's rows in a");
-  if (!accumulate) fill(acc, 0.f);
-  mma_fence(acc);
-#pragma unroll
-  for (int k = 0; k < KP / 16; ++k)
-#pragma unroll
-    for (int s = 0; s < acc.slices; ++s)
-      arch::wgmma_ss<N, T, 1, 1>::run(acc.v[s], desc_mnmajor(a, k0 / 16 + k, s), desc_mnmajor(b, k0 / 16 + k),
-                                      (accumulate || k > 0) ? 1 : 0);
+  mma_At<1, KP>(acc, a, 0, b, accumulate, k0);
 }
 template <typename T, int R, int N, int K, int MA, int SWA, int SWB>
 __device__ __forceinline__ void mma_AtBt(rt<float, R, N>& acc, const st<T, K, MA, SWA>& a, int a_col0,
