@@ -87,7 +87,7 @@ def _attention_bwd_impl(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: t
     if do.stride(-1) != 1 or do.data_ptr() % validate.ALIGN_BYTES:
         do = do.contiguous()
     delta = _empty((B, H, Sq), torch.float32, q.device)
-    problem = dict(D=D, causal=causal, Sq=Sq, Sk=k.shape[1])
+    problem = dict(D=D, causal=causal, Sq=Sq, Sk=k.shape[1], B=B, Hkv=k.shape[2])
     _launch(backend, attention_bwd_prep, problem, out, do, delta, D=D)
     if dlse is not None:
         # d lse / d scores = P, so a gradient on the LSE joins softmax's row term: dS = P ∘ (dP − (Δ − dlse)).

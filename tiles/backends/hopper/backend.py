@@ -67,6 +67,16 @@ class HopperBackend(Backend):
     # them, is not bitwise reproducible from run to run (cuDNN's backward is not either);
     # FUSED_BACKWARD_D = {} gives the split kernels back.
     FUSED_BACKWARD_D = {64: 1024}
+    # ... and only where its programs (a key block of 128 and a KV head each) fill the GPU twice over:
+    # the split backward's dQ kernel spreads over the query blocks, the fused one does dQ's work in the
+    # key blocks' programs (few keys, as in cross-attention to a short context; not measured)
+    FUSED_BACKWARD_MIN_PROGRAMS = 2 * 132
+
+    def _fused_chosen(self, problem: dict) -> bool:
+        D, Sq = problem.get("D", 128), problem.get("Sq", 0)
+        programs = -(-problem.get("Sk", 0) // 128) * problem.get("Hkv", 1) * problem.get("B", 1)
+        return (D in self.FUSED_BACKWARD_D and Sq >= self.FUSED_BACKWARD_D[D]
+                and programs >= self.FUSED_BACKWARD_MIN_PROGRAMS)
 
     def supports(self, kernel: str, **problem) -> bool:
         if kernel == "attention_bwd_fused":
@@ -74,9 +84,8 @@ class HopperBackend(Backend):
             # consumer warpgroups split, lower_attention.orient); at D = 64 each warpgroup sums its own
             # keys' share of it (split_k). Lowered at any call; chosen by tiles.attention at the head
             # dims of FUSED_BACKWARD_D, at both with FUSED_BACKWARD.
-            D = problem.get("D", 128)
-            chosen = D in self.FUSED_BACKWARD_D and problem.get("Sq", 0) >= self.FUSED_BACKWARD_D[D]
-            return D in (64, 128) and (self.FUSED_BACKWARD or chosen or not problem)
+            return problem.get("D", 128) in (64, 128) and (self.FUSED_BACKWARD or self._fused_chosen(problem)
+                                                            or not problem)
         return kernel in LOWERINGS
 
     def check_fp8(self, name: str, dtype: torch.dtype, device=None) -> None:
