@@ -4,8 +4,8 @@ compute-sanitizer (memcheck, racecheck, synccheck, initcheck) runs over.
     compute-sanitizer --tool memcheck --report-api-errors no python3 bench/sanitize_suite.py [--only attention]
 
 `--only fused` runs the backward through attention_bwd_fused (dQ added by the reducer warp's TMA
-reduces), D = 64 and 128, causal and not, with GQA and tails. `--only attention` runs the attention workloads alone,
-with one more whose grids hold more programs than the GPU has SMs, so that persistent CTAs walk
+reduces), D = 64 and 128, causal and not, with GQA and tails. `--only attention` runs the attention
+workloads alone, with one more whose grids hold more programs than the GPU has SMs, so that persistent CTAs walk
 several (the causal pairs, the turns that run on across programs, Q released in a program's last
 iteration). `--only gemm_fp8` runs the fp8 GEMM with
 its last tiles split along K (stream-K): at an issue shape where the launcher splits them, and on grids
