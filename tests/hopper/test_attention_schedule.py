@@ -624,7 +624,7 @@ def test_attention_backward_at_d64_runs_fused_on_the_gpu(causal, monkeypatch):
     from reference import attention_ref, fl, max_err
     from tiles.backends.hopper.backend import HopperBackend
 
-    monkeypatch.setattr(HopperBackend, "FUSED_BACKWARD_MIN_PROGRAMS", 1)
+    monkeypatch.setattr(HopperBackend, "FUSED_BACKWARD_PROGRAMS_PER_SM", 0)
 
     launched = []
     launch = tiles.api._launch

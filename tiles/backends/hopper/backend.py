@@ -70,13 +70,15 @@ class HopperBackend(Backend):
     # ... and only where its programs (a key block of 128 and a KV head each) fill the GPU twice over:
     # the split backward's dQ kernel spreads over the query blocks, the fused one does dQ's work in the
     # key blocks' programs (few keys, as in cross-attention to a short context; not measured)
-    FUSED_BACKWARD_MIN_PROGRAMS = 2 * 132
+    FUSED_BACKWARD_PROGRAMS_PER_SM = 2
 
     def _fused_chosen(self, problem: dict) -> bool:
         D, Sq = problem.get("D", 128), problem.get("Sq", 0)
+        if D not in self.FUSED_BACKWARD_D or Sq < self.FUSED_BACKWARD_D[D]:
+            return False
         programs = -(-problem.get("Sk", 0) // 128) * problem.get("Hkv", 1) * problem.get("B", 1)
-        return (D in self.FUSED_BACKWARD_D and Sq >= self.FUSED_BACKWARD_D[D]
-                and programs >= self.FUSED_BACKWARD_MIN_PROGRAMS)
+        sms = runtime.num_sms() if torch.cuda.is_available() else 132  # the H100 / H200 SXM's, on the CPU
+        return programs >= self.FUSED_BACKWARD_PROGRAMS_PER_SM * sms
 
     def supports(self, kernel: str, **problem) -> bool:
         if kernel == "attention_bwd_fused":
