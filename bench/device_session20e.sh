@@ -7,6 +7,8 @@
 # At 27f0b08 the tests ran without -n and did not end within 110 s (none failed), so the sweep did not
 # run; they take -n 8 now, and the script is what the next session runs first.
 #   TILES_COMMIT=<commit> sh bench/device_session20e.sh
+# (Ran as session 21's first call, at a660e39; the sweep's D = 64 modes were renamed after it, when
+# the launched form stopped rotating: fused_norot is now fused, and the rotated form fused_rot.)
 DEVICE_PYTHONPATH=tests/hopper:bench
 . bench/device_env.sh
 gpu_tests 110 -n 8 tests/portability/test_attention.py tests/test_attention_fused.py tests/hopper/test_attention_schedule.py

@@ -2,12 +2,15 @@
 one, as speed bounds beside the split kernels and cuDNN.
 
     PYTHONPATH=.:bench:tests/hopper python3 bench/fused_bounds.py
+    BOUNDS=persist,persist_nostsm,cudnn ... (only these, and the split kernels)
 
 The fused kernel's generated source, with one CTA a program or walked persistently (as launched), with
 one change (those marked * compute no attention; everything else is the kernel as launched):
 * `noreduce`*: the reducer warp's TMA reduce of dQ taken out (its hand-over with the consumers kept);
 * `nodq`*: dQ taken out whole (its wgmma, the staging tile, the hand-over and the reduce): what is left
   is the dK/dV kernel plus the store of dS to shared memory;
+* `nodqscale`*: dQ's per-block scaling by the softmax scale left out (where it could go: dQacc's
+  conversion); `nostsm`: dS stored a pair a st.shared, not four pairs a stmatrix (session 21);
 * `shift`: each key block's walk over the query blocks starts at its own place, (kb + pid0 * NQ /
   grid0) mod NQ, so that the CTAs running at once add into different dQ rows (non-causal only;
   exact: only the order of dQacc's additions changes).
@@ -18,6 +21,7 @@ cuDNN through autograd (its whole backward). Each variant's dQ, dK and dV checke
 kernels' where it computes them.
 """
 import dataclasses
+import os
 
 import torch
 
@@ -37,7 +41,13 @@ EDITS = {
              ("arch::bar_sync(5 + 2 * w, 128 + 32);", ""),
              ("reduce_add_async(&map_dQacc, S.dq_red[w], 0, pid1 * (Q_shape2 / K_shape2) + i, kb * 64, pid2);", ""),
              ("arch::bar_arrive(4 + 2 * w, 128 + 32);  // ... and read", "// ... and read")],
+    # session 21: dQ's per-block scaling left out (it could move to dQacc's conversion); dS stored a pair
+    # a st.shared instead of four pairs a stmatrix
+    "nodqscale": [("mul(dq, dq, scale);", "")],
+    "nostsm": [("#include <tiles/tiles.h>", "#define TILES_NO_STMATRIX\n#include <tiles/tiles.h>")],
 }
+# BOUNDS=name,name,...: only these variants (split always)
+ONLY = set(filter(None, os.environ.get("BOUNDS", "").split(",")))
 
 
 def edited(src: str, edit: str) -> str:
@@ -89,8 +99,9 @@ def main():
                         acc=torch.zeros(B, S, H, D, device="cuda"))
             sets.append(((q, k, v, do, lse, delta), outs))
         fns, check = {}, {}
-        for name in ("split", "dkdv", "fused", "persist", "noreduce", "nodq", "persist_nodq", "shift", "persist_shift"):
-            if causal and "shift" in name:
+        for name in ("split", "dkdv", "fused", "persist", "noreduce", "nodq", "persist_nodq", "shift", "persist_shift",
+                     "persist_nodqscale", "persist_nostsm"):
+            if causal and "shift" in name or ONLY and name not in ONLY | {"split"}:
                 continue
             gos = []
             for (q, k, v, do, lse, delta), o in sets:

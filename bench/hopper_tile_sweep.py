@@ -240,17 +240,19 @@ def fused(seqs="1024,4096,16384"):
                        ("uni_pprot_nopf", {"uniform_warpgroup": True, "rotate": True, "pingpong": True, "prefetch": False}),
                        ("uni_pp_nopf", {"uniform_warpgroup": True, "pingpong": True, "prefetch": False}),
                        ("uni_nopf_s2", {"uniform_warpgroup": True, "prefetch": False, "stages": 2}),
-                       ("uni_ds1_nopf", {"uniform_warpgroup": True, "prefetch": False, "ds_stages": 1})):
+                       ("uni_ds1_nopf", {"uniform_warpgroup": True, "prefetch": False, "ds_stages": 1}),
+                       ("nsm", {"stmatrix": False})):
         modes["fused_" + name] = (True, {**schedules, ("attention_bwd_fused", 128): {**fdef, **over}})
     D = int(os.environ.get("FUSED_D", 128))
     if D == 64:  # session 19: dQ as each warpgroup's share of the sum over its keys (split_k)
         key = ("attention_bwd_fused", 64)
-        base = dict(schedules[key])  # persistent (session 20)
+        base = dict(schedules[key])  # persistent (session 20), not rotated (session 21)
         modes = {"split": (False, schedules)}
-        for name, over in (("fused", {}), ("fused_np", {"persistent": False}), ("fused_norot", {"rotate": False}),
-                           ("fused_pp", {"pingpong": True}), ("fused_pp_norot", {"pingpong": True, "rotate": False}),
-                           ("fused_pp_peel", {"pingpong": True, "peel": True}), ("fused_ds1", {"ds_stages": 1}),
-                           ("fused_norot_ds1", {"rotate": False, "ds_stages": 1})):
+        for name, over in (("fused", {}), ("fused_np", {"persistent": False}), ("fused_rot", {"rotate": True}),
+                           ("fused_pp", {"pingpong": True}), ("fused_pp_rot", {"pingpong": True, "rotate": True}),
+                           ("fused_pp_rot_peel", {"pingpong": True, "rotate": True, "peel": True}),
+                           ("fused_ds1", {"ds_stages": 1}), ("fused_rot_ds1", {"rotate": True, "ds_stages": 1}),
+                           ("fused_nsm", {"stmatrix": False})):  # session 21: dS a pair a st.shared
             modes[name] = (True, {**schedules, key: {**base, **over}})
     if os.environ.get("FUSED_MODES"):  # a subset, by name (split always)
         keep = set(os.environ["FUSED_MODES"].split(",")) | {"split"}
@@ -364,7 +366,8 @@ def schedule(seqs="512,1024,4096,16384", only=None, dims=(128, 64), kernels=("fw
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default="bwd,fwd,ln")
-    ap.add_argument("--seqs", default="1024,4096", help="sequence lengths of the bwd and schedule parts")
+    ap.add_argument("--seqs", default=None, help="sequence lengths of the bwd, fused and schedule parts (each "
+                    "has its own default)")
     ap.add_argument("--variants", default="", help="fwd and schedule parts: only these variants (and base)")
     ap.add_argument("--dims", default="128,64", help="fwd and schedule parts: head dims")
     ap.add_argument("--kernels", default="fwd,dq,dkdv", help="schedule part: which kernels")
@@ -372,8 +375,10 @@ def main():
     for part in args.only.split(","):
         only = set(args.variants.split(",")) | {"base"} if args.variants else None
         dims = tuple(map(int, args.dims.split(",")))
-        {"bwd": lambda: bwd(args.seqs), "fwd": lambda: fwd(only, dims), "ln": ln, "autograd": autograd, "fused": fused,
-         "schedule": lambda: schedule(args.seqs, only, dims, tuple(args.kernels.split(",")))}[part]()
+        seqs = {"seqs": args.seqs} if args.seqs else {}
+        {"bwd": lambda: bwd(**seqs), "fwd": lambda: fwd(only, dims), "ln": ln, "autograd": autograd,
+         "fused": lambda: fused(**seqs),
+         "schedule": lambda: schedule(only=only, dims=dims, kernels=tuple(args.kernels.split(",")), **seqs)}[part]()
 
 
 if __name__ == "__main__":

@@ -54,7 +54,9 @@ The schedule (templates/attention.cu.j2) comes from the kernel's overlap pattern
   producer warpgroup; `whole_tile_stores` (off; on for dK/dV in SCHEDULES) stores a tile that lies
   wholly inside its tensor without testing each pair (ops.h); `wide_stores` = 2 (the default) or 4
   stores that many pairs of a row at once, after the lanes of a quad swap them (ops.h store_wide; 0:
-  a pair a store); `peel` (on for dK/dV at D = 64) emits the rotated loop's first iteration on its own.
+  a pair a store); `peel` (on for dK/dV at D = 64) emits the rotated loop's first iteration on its own;
+  `stmatrix` (on) stores 16-bit register tiles to shared memory (the fused backward's dS) four pairs
+  an instruction (ops.h `store`; off: a pair a st.shared).
   bench/hopper_notes.md has the measurements behind each default.
 
 Scalars (program ids, sizes, strides, loop bounds, mask offsets) are the IR's own expressions rendered
@@ -184,7 +186,8 @@ class WarpSpecializedLowering(Lowering):
         # launch-time overrides (benchmark variants): stages, consumers, pingpong
         known = {"stages", "consumers", "pingpong", "rotate", "hoist", "persistent", "order", "fold", "early_release",
                  "window", "continuous_turns", "uniform_warpgroup", "tree_max", "prefetch", "ds_stages",
-                 "reducer", "whole_tile_stores", "peel", "wide_stores", "tma_store"}
+                 "reducer", "whole_tile_stores", "peel", "wide_stores", "tma_store",
+                 "stmatrix"}
         unknown = set(self.options) - known
         if unknown:
             self._fail(f"unknown options {sorted(unknown)} (known: {sorted(known)})")
@@ -500,7 +503,8 @@ class WarpSpecializedLowering(Lowering):
 
     def wait_for(self, tiles, pending: List[_Group], lines: List[str], pad: str, release: bool = True) -> None:
         """Retire the in-flight wgmma groups that touch `tiles` (and every older group: groups retire
-        in order, so the wait count is the number of newer groups)."""
+        in order, so the wait count is the number of newer groups). The held ring stage is released
+        once no group still in flight reads it."""
         idx = [i for i, g in enumerate(pending) if g.touches(tiles)]
         if not idx:
             return
@@ -511,7 +515,7 @@ class WarpSpecializedLowering(Lowering):
             if g.acc not in accs:
                 accs.append(g.acc)
         lines.append(f"{pad}mma_wait<{len(keep)}>({', '.join(self.var(a) for a in accs)});")
-        if release and any(g.stage == "held" for g in retired):
+        if release and any(g.stage == "held" for g in retired) and not any(g.stage == "held" for g in keep):
             lines.append(f"{pad}if (held >= 0) release(S.ring.empty[held]), held = -1;  // its last reader retired")
         pending[:] = keep
         for t in {t for g in retired for t in g.reads if id(t) in self.early}:
@@ -1269,7 +1273,8 @@ class WarpSpecializedLowering(Lowering):
         tags = [(f"wd{self.wide_stores}", self.wide_stores), ("pp", self.pingpong), ("rot", self.deferred is not None),
                 ("h", self.hoisted), ("np", not self.persistent), ("f", self.fold), ("w", self.window_bytes),
                 ("t", self.tree_max), ("pf", bool(self.prefetch)), ("d2", self.ds_stages == 2), ("r", self.reducer),
-                ("ws", self.options.get("whole_tile_stores", False)), ("pl", self.peel), ("ts", bool(self.tma_stores))]
+                ("ws", self.options.get("whole_tile_stores", False)), ("pl", self.peel), ("ts", bool(self.tma_stores)),
+                ("nsm", not self.options.get("stmatrix", True))]
         name = "tiles_{}_hopper_{}_{}_s{}c{}{}".format(
             k.name, "_".join(f"{a}{int(v) if isinstance(v, bool) else v}" for a, v in k.constexprs.items()),
             k.params[0].dtype.name, self.stages, self.consumers, "".join(t for t, on in tags if on))
@@ -1277,6 +1282,7 @@ class WarpSpecializedLowering(Lowering):
                    WG_ROWS=self.WG_ROWS, consumers=self.consumers, stages=self.stages, pingpong=self.pingpong,
                    n_once=max(1, len(self.once)), shared=shared, sig=sig, decls=decls, producer=producer, reducer=reducer,
                    whole_tile_stores=self.options.get("whole_tile_stores", False), wide_stores=self.wide_stores,
+                   stmatrix=bool(self.options.get("stmatrix", True)),
                    consumer=consumer, consumer_pre=pre, consumer_post=post, maps=[m for _, m, _, _ in params],
                    producer_regs=self.producer_regs, consumer_regs=self.consumer_regs,
                    grid=[self.expr(g) for g in k.grid], persistent=self.persistent,
@@ -1346,8 +1352,11 @@ class WarpSpecializedLowering(Lowering):
                                                 "whole_tile_stores": True},
                  # dQ summed by warpgroup (split_k), persistent: 1.03-1.07x the split backward through
                  # autograd, where one CTA a program ran 0.78-0.87x (ptxas rematerialized the loop's
-                 # shuffle lanes: 740 instructions a block against 585; session 20)
-                 ("attention_bwd_fused", 64): {"uniform_warpgroup": True, "whole_tile_stores": True}}
+                 # shuffle lanes: 740 instructions a block against 585; session 20). Not rotated (dK's
+                 # wgmma issued right after dQ's, under dQ's staging): 1.02-1.13x the split backward
+                 # where rotated ran 1.00-1.08x, at all 6 shapes (S = 1k-16k, causal and not; session 21)
+                 ("attention_bwd_fused", 64): {"uniform_warpgroup": True, "whole_tile_stores": True,
+                                               "rotate": False}}
 
     _lowered_cache: Dict[tuple, Lowered] = {}
     _kernel_cache: Dict[tuple, object] = {}

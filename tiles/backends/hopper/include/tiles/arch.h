@@ -143,6 +143,16 @@ template <int N> __device__ __forceinline__ void reg_dec() {
 // 24 + 2 x 240 fits, 32 + 2 x 240 hangs).
 __host__ __device__ constexpr int entry_registers(int threads) { return (65536 / threads < 255 ? 65536 / threads : 255) / 8 * 8; }
 
+// ---------------------------------------------------------------- matrix stores (stmatrix)
+// Four 8x8 matrices of 16-bit elements from a warp's registers into shared memory: lane l holds two
+// elements (one u32) of each, at row l / 4, columns 2 (l % 4) and 2 (l % 4) + 1, which is the wgmma
+// accumulator's layout of an 8x8 block, so a 16-bit register tile goes out four pairs an instruction.
+// Lanes 8i .. 8i + 7 give the addresses of matrix i's eight rows (16 bytes each).
+__device__ __forceinline__ void stmatrix_x4(u32 addr, u32 r0, u32 r1, u32 r2, u32 r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};"
+               :: "r"(addr), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
+}
+
 // ---------------------------------------------------------------- fences and named barriers
 // Ordinary st.shared writes that wgmma or TMA (the async proxy) read next need this in the writer.
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }

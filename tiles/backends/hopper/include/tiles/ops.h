@@ -523,6 +523,26 @@ __device__ __forceinline__ void store(st<U, RD, C, SW>& dst, int dst_row0, const
   static_assert(RD % R == 0, "the register tile is a whole number of the shared tile's row blocks");
   const int th = wg_thread();
   const int p0 = src_col0 / 4;  // 4 columns of the tile per pair index (2 pairs per 8-column group)
+#ifndef TILES_NO_STMATRIX
+  if constexpr (sizeof(U) == 2 && sizeof(T) == 2 && C % 16 == 0) {
+    if (src_col0 % 16 == 0) {
+      // 16-bit to 16-bit: four pairs (two 8-row blocks x two 8-column groups) a stmatrix. Lane l
+      // addresses row l % 8 of matrix l / 8: row block (l / 8) % 2, column group l / 16; each row's
+      // eight elements are one 16-byte chunk, which the swizzle moves whole.
+      const int l = th & 31, r = 16 * (th >> 5) + 8 * ((l >> 3) & 1) + (l & 7), c = 8 * (l >> 4);
+#pragma unroll
+      for (int s = 0; s < src.slices; ++s)
+#pragma unroll
+        for (int q = 0; q < C / 4; q += 4) {
+          const int p = p0 + q;
+          arch::stmatrix_x4(arch::smem_addr(&dst.at(dst_row0 + 64 * s + r, 4 * q + c)),
+                            convert_pair<U, T>(src.v[s][p]), convert_pair<U, T>(src.v[s][p + 1]),
+                            convert_pair<U, T>(src.v[s][p + 2]), convert_pair<U, T>(src.v[s][p + 3]));
+        }
+      return;
+    }
+  }
+#endif
 #pragma unroll
   for (int s = 0; s < src.slices; ++s)
 #pragma unroll
