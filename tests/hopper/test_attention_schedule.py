@@ -581,7 +581,7 @@ def test_fused_backward_at_d64_sums_dq_by_warpgroup(tmp_path):
 
 def test_backward_runs_fused_at_d64_only(monkeypatch):
     """tiles.attention's backward takes attention_bwd_fused at the head dims of FUSED_BACKWARD_D (64,
-    from 1k queries: faster than the split kernels there, session 20) where its key-block programs
+    from 512 queries: faster than the split kernels there, sessions 20 and 21) where its key-block programs
     fill the GPU twice, at both head dims with FUSED_BACKWARD, else the split kernels; direct launches
     (no problem given) lower it at both."""
     from tiles.backends.hopper.backend import HopperBackend
@@ -589,10 +589,11 @@ def test_backward_runs_fused_at_d64_only(monkeypatch):
     be = HopperBackend.__new__(HopperBackend)  # supports() reads only the class's switches
     problem = dict(causal=False, Sq=4096, Sk=4096, B=4, Hkv=32)
     assert be.supports("attention_bwd_fused", D=64, **problem)
+    assert be.supports("attention_bwd_fused", D=64, **{**problem, "Sq": 512, "Sk": 512, "B": 32})
     assert not be.supports("attention_bwd_fused", D=128, **problem)
     assert be.supports("attention_bwd_fused") and not be.supports("attention_bwd_fused", D=96, **problem)
     # not measured, so the split kernels: short queries; too few key-block programs to fill the GPU
-    assert not be.supports("attention_bwd_fused", D=64, **{**problem, "Sq": 512, "Sk": 512})
+    assert not be.supports("attention_bwd_fused", D=64, **{**problem, "Sq": 256, "Sk": 256, "B": 64})
     assert not be.supports("attention_bwd_fused", D=64, **{**problem, "Sk": 256, "B": 1, "Hkv": 8})  # 16 programs
     monkeypatch.setattr(HopperBackend, "FUSED_BACKWARD_D", {})
     assert not be.supports("attention_bwd_fused", D=64, **problem)
@@ -616,7 +617,7 @@ def test_register_budgets_fit_the_ctas_allocation():
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_attention_backward_at_d64_runs_fused_on_the_gpu(causal, monkeypatch):
-    """tiles.attention's backward at D = 64 from 1k queries is attention_bwd_fused (not the split
+    """tiles.attention's backward at D = 64 from 512 queries is attention_bwd_fused (not the split
     kernels), with row tails and grouped heads, and meets the float64 rule of the portability suite.
     (36 key-block programs: the GPU-filling rule is lowered for the test, the kernel is the same.)"""
     needs.hopper_gpu()

@@ -60,13 +60,13 @@ class HopperBackend(Backend):
     # consumer warpgroups meet on the shared dS in every block (bench/hopper_notes.md).
     FUSED_BACKWARD = False
     # ... but at D = 64 the fused backward is the faster one: each consumer warpgroup sums its own
-    # keys' share of dQ (split_k) and meets no other on dS; persistent, 1.02-1.04x the split backward
-    # non-causal and 1.03-1.07x causal at 1k-16k queries (session 20's sweep, with the producer at 24
-    # registers; shorter ones were not measured, so they keep the split kernels). Head dim -> the
-    # fewest queries it is taken at. Its dQ, added up by TMA reduces in whatever order the CTAs reach
-    # them, is not bitwise reproducible from run to run (cuDNN's backward is not either);
-    # FUSED_BACKWARD_D = {} gives the split kernels back.
-    FUSED_BACKWARD_D = {64: 1024}
+    # keys' share of dQ (split_k) and meets no other on dS; persistent and not rotated, 1.00-1.07x the
+    # split backward non-causal and 1.02-1.12x causal at 512-16k queries (session 21's sweep; shorter
+    # ones were not measured, so they keep the split kernels). Head dim -> the fewest queries it is
+    # taken at. Its dQ, added up by TMA reduces in whatever order the CTAs reach them, is not bitwise
+    # reproducible from run to run (cuDNN's backward is not either); FUSED_BACKWARD_D = {} gives the
+    # split kernels back.
+    FUSED_BACKWARD_D = {64: 512}
     # ... and only where its programs (a key block of 128 and a KV head each) fill the GPU twice over:
     # the split backward's dQ kernel spreads over the query blocks, the fused one does dQ's work in the
     # key blocks' programs (few keys, as in cross-attention to a short context; not measured)
