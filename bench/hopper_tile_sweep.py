@@ -241,7 +241,7 @@ def fused(seqs="1024,4096,16384"):
                        ("uni_pp_nopf", {"uniform_warpgroup": True, "pingpong": True, "prefetch": False}),
                        ("uni_nopf_s2", {"uniform_warpgroup": True, "prefetch": False, "stages": 2}),
                        ("uni_ds1_nopf", {"uniform_warpgroup": True, "prefetch": False, "ds_stages": 1}),
-                       ("nsm", {"stmatrix": False}), ("mf", {"merge_fences": True})):
+                       ("nsm", {"stmatrix": False})):
         modes["fused_" + name] = (True, {**schedules, ("attention_bwd_fused", 128): {**fdef, **over}})
     D = int(os.environ.get("FUSED_D", 128))
     if D == 64:  # session 19: dQ as each warpgroup's share of the sum over its keys (split_k)
@@ -252,8 +252,7 @@ def fused(seqs="1024,4096,16384"):
                            ("fused_pp", {"pingpong": True}), ("fused_pp_rot", {"pingpong": True, "rotate": True}),
                            ("fused_pp_rot_peel", {"pingpong": True, "rotate": True, "peel": True}),
                            ("fused_ds1", {"ds_stages": 1}), ("fused_rot_ds1", {"rotate": True, "ds_stages": 1}),
-                           # session 21: dS a pair a st.shared; one proxy fence a block for dS and dQ's staging
-                           ("fused_nsm", {"stmatrix": False}), ("fused_mf", {"merge_fences": True})):
+                           ("fused_nsm", {"stmatrix": False})):  # session 21: dS a pair a st.shared
             modes[name] = (True, {**schedules, key: {**base, **over}})
     if os.environ.get("FUSED_MODES"):  # a subset, by name (split always)
         keep = set(os.environ["FUSED_MODES"].split(",")) | {"split"}

@@ -56,8 +56,7 @@ The schedule (templates/attention.cu.j2) comes from the kernel's overlap pattern
   stores that many pairs of a row at once, after the lanes of a quad swap them (ops.h store_wide; 0:
   a pair a store); `peel` (on for dK/dV at D = 64) emits the rotated loop's first iteration on its own;
   `stmatrix` (on) stores 16-bit register tiles to shared memory (the fused backward's dS) four pairs
-  an instruction (ops.h `store`; off: a pair a st.shared); `merge_fences` lets the next block's dS
-  fence cover the reduce's staging tile too, and hands it to the reducer there.
+  an instruction (ops.h `store`; off: a pair a st.shared).
   bench/hopper_notes.md has the measurements behind each default.
 
 Scalars (program ids, sizes, strides, loop bounds, mask offsets) are the IR's own expressions rendered
@@ -188,7 +187,7 @@ class WarpSpecializedLowering(Lowering):
         known = {"stages", "consumers", "pingpong", "rotate", "hoist", "persistent", "order", "fold", "early_release",
                  "window", "continuous_turns", "uniform_warpgroup", "tree_max", "prefetch", "ds_stages",
                  "reducer", "whole_tile_stores", "peel", "wide_stores", "tma_store",
-                 "stmatrix", "merge_fences"}
+                 "stmatrix"}
         unknown = set(self.options) - known
         if unknown:
             self._fail(f"unknown options {sorted(unknown)} (known: {sorted(known)})")
@@ -743,17 +742,7 @@ class WarpSpecializedLowering(Lowering):
     def store_shared(self, n: ir.Op, pending: List[_Group], pad: str) -> List[str]:
         """Registers → a shared tile every consumer warpgroup writes its rows of and an mma then reads
         whole: named barrier 3 on both sides (the earlier mma reading the tile has retired in every
-        warpgroup; every warpgroup's rows are in), and a proxy fence so wgmma sees generic stores.
-        With merge_fences, the fence also covers the previous block's reduce staging tile, which is
-        handed to the reducer right after it."""
-        lines = self._store_shared(n, pending, pad)
-        if self.merge_fences and self.in_loop_body:
-            at = next(i for i, x in enumerate(lines) if "fence_proxy_async" in x) + 1
-            lines.insert(at, f"{pad}if ({self.late_guard}) arch::bar_arrive(5 + 2 * cw, 128 + 32);  "
-                             "// the previous block's staging tile, fenced with this one: the reducer adds it")
-        return lines
-
-    def _store_shared(self, n: ir.Op, pending: List[_Group], pad: str) -> List[str]:
+        warpgroup; every warpgroup's rows are in), and a proxy fence so wgmma sees generic stores."""
         dst, src = n.outs[0], n.ins[0]
         if src.kind != "reg" or self.stored(dst) != (self.BM, self.stored(src)[1]):
             self._fail(f"store to shared tile {dst.name}: it must have the rows the warpgroups split, "
@@ -797,11 +786,6 @@ class WarpSpecializedLowering(Lowering):
         lines: List[str] = []
         self.wait_for([t], pending, lines, pad)
         stage = f"S.{self.reduces[id(n)]}[cw]"
-        if self.reducer and self.merge_fences and self.in_loop_body:
-            # fenced and handed over by the next block's shared store (store_shared), or after the loop
-            return lines + [
-                f"{pad}arch::bar_sync(4 + 2 * cw, 128 + 32);  // the reducer has read the staging tile's last contents",
-                f"{pad}{self._stage_write(stage, t)}"]
         if self.reducer:
             return lines + [
                 f"{pad}arch::bar_sync(4 + 2 * cw, 128 + 32);  // the reducer has read the staging tile's last contents",
@@ -932,8 +916,6 @@ class WarpSpecializedLowering(Lowering):
             lines.append(f"{pad}const int {self.sym_name(n.index)}_stop = {stop};")
             stop = self.loop_stop = f"{self.sym_name(n.index)}_stop"
         outer, self.in_loop_body = self.in_loop_body, main
-        if main:
-            self.late_guard = f"{self.sym_name(n.index)} > {self.expr(n.start)}"
         peel = main and self.peel
         first: List[_Group] = []
         if peel:  # the first iteration on its own, without the deferred mma
@@ -983,11 +965,6 @@ class WarpSpecializedLowering(Lowering):
             lines.append(f"{pad}if (cw == 0) arch::bar_arrive(2, 256);  // warpgroup 1's last turn")
         if main:
             self.wait_for([g.acc for g in pending], pending, lines, pad)
-            if self.merge_fences:  # the last block's staging tile, if the loop ran at all
-                lines += [f"{pad}if ({self.expr(n.start)} < {stop}) {{",
-                          f"{pad}  arch::fence_proxy_async();  // the last block's staging tile, visible to the TMA unit",
-                          f"{pad}  arch::bar_arrive(5 + 2 * cw, 128 + 32);  // full: the reducer adds it",
-                          f"{pad}}}"]
         if depth == 0 and self.persistent and any(x is self.loop for x in self.k.walk([n])):
             # the top-level statement that holds the pipelined loop: the one-shot tiles are read no more
             self.wait_for([g.acc for g in pending], pending, lines, pad)
@@ -1210,17 +1187,6 @@ class WarpSpecializedLowering(Lowering):
         # group to close empty
         self.peel = bool(self.options.get("peel", False)) and self.deferred is not None
         self.peeling = False
-        # option merge_fences: a reduce's staging tile, stored at the end of a block, is fenced for the
-        # TMA unit by the next block's shared store's fence (one proxy fence a block, not two; each
-        # waits for the thread's stores to drain) and handed to the reducer there
-        self.merge_fences = bool(self.options.get("merge_fences", False))
-        if self.merge_fences:
-            ops = [x for x in self.loop_body if isinstance(x, ir.Op)]
-            adds = [i for i, x in enumerate(ops) if id(x) in self.reduces]
-            shared = [i for i, x in enumerate(ops) if x.name == "store_shared"]
-            if not (self.reducer and len(adds) == 1 and len(shared) == 1 and shared[0] < adds[0]):
-                self._fail("option merge_fences: the pipelined loop needs one shared store, then one reduced "
-                           "store_add staged for the reducer warp")
         self.plan_fold()
         self.plan_prefetch()
         self.plan_early_release()
