@@ -56,8 +56,7 @@ The schedule (templates/attention.cu.j2) comes from the kernel's overlap pattern
   stores that many pairs of a row at once, after the lanes of a quad swap them (ops.h store_wide; 0:
   a pair a store); `peel` (on for dK/dV at D = 64) emits the rotated loop's first iteration on its own;
   `stmatrix` (on) stores 16-bit register tiles to shared memory (the fused backward's dS) four pairs
-  an instruction (ops.h `store`; off: a pair a st.shared); `vec_ring` (off) brings the main loop's
-  column vectors through the ring, copied by a producer warp (plan_vec_ring).
+  an instruction (ops.h `store`; off: a pair a st.shared).
   bench/hopper_notes.md has the measurements behind each default.
 
 Scalars (program ids, sizes, strides, loop bounds, mask offsets) are the IR's own expressions rendered
@@ -188,7 +187,7 @@ class WarpSpecializedLowering(Lowering):
         known = {"stages", "consumers", "pingpong", "rotate", "hoist", "persistent", "order", "fold", "early_release",
                  "window", "continuous_turns", "uniform_warpgroup", "tree_max", "prefetch", "ds_stages",
                  "reducer", "whole_tile_stores", "peel", "wide_stores", "tma_store",
-                 "stmatrix", "vec_ring"}
+                 "stmatrix"}
         unknown = set(self.options) - known
         if unknown:
             self._fail(f"unknown options {sorted(unknown)} (known: {sorted(known)})")
@@ -492,60 +491,6 @@ class WarpSpecializedLowering(Lowering):
                 lines.append(pad + self.producer_load(n, f"S.once[{i}]"))
         return lines
 
-    def vector_lines(self, nodes, depth) -> List[str]:
-        """Warp 2 of the producer warpgroup (option vec_ring): the producer's walk, and in each stage of
-        the ring the main loop's column vectors, copied by cp.async into the stage's copy of them; the
-        stage's full barrier counts this warp's 32 arrivals, made as its copies land."""
-        pad = "  " * depth
-        lines = []
-        for n in nodes:
-            if isinstance(n, ir.Loop):
-                if not any(isinstance(x, ir.Op) and x.name == "load_async" for x in self.k.walk([n])):
-                    continue
-                i = self.sym_name(n.index)
-                lines.append(f"{pad}for (int {i} = {self.expr(n.start)}; {i} < {self.expr(n.stop)}; ++{i}) {{")
-                if n is self.loop:
-                    lines.append(f"{pad}  wait(S.ring.empty[pos.stage], pos.phase ^ 1);  // a fresh ring counts as released")
-                    for x in self.loop_body:
-                        if isinstance(x, ir.Op) and id(x) in self.vec_ring:
-                            lines.append(f"{pad}  copy_async(S.{self.vec_ring[id(x)]}[pos.stage], {self._vec_src(x)});  "
-                                         f"// {ir.format_op(x)}")
-                    lines.append(f"{pad}  arrive_copies(S.ring.full[pos.stage]);  // once this lane's copies have landed")
-                    lines.append(f"{pad}  pos.advance();")
-                else:
-                    lines += self.vector_lines(n.body, depth + 1)
-                lines.append(f"{pad}}}")
-        return lines
-
-    def plan_vec_ring(self) -> None:
-        """Option vec_ring: the main loop's column vectors (the fused backward's LSE and Delta) come
-        through the ring, copied into each stage by warp 2 of the producer warpgroup, instead of
-        being loaded from global memory by every consumer thread (a block ahead, with prefetch): the
-        consumers' proxy fences wait for every global load of theirs still in flight (session 21)."""
-        self.vec_ring: Dict[int, str] = {}
-        if not self.options.get("vec_ring", False):
-            return
-        waited = False
-        for n in self.loop_body:
-            if isinstance(n, ir.Op) and n.name == "wait":
-                waited = True
-            if not (isinstance(n, ir.Op) and n.name == "load" and n.outs[0].kind == "vec"
-                    and isinstance(n.ins[0], ir.View) and n.ins[0].rank == 1
-                    and self.loop.index in ir.symbols(ir.as_expr(n.attrs["row"]))):
-                continue
-            t = n.outs[0]
-            if t not in self.flipped or n.ins[0].param.dtype.name != "f32" or not waited:
-                self._fail(f"option vec_ring: {t.name} must be an f32 column vector (along the columns of tiles "
-                           "held transposed) loaded after the loop's wait", n)
-            self.vec_ring[id(n)] = f"{t.name}_ring"
-            self.prefetch.pop(id(n), None)
-        if not self.vec_ring:
-            self._fail("option vec_ring: the pipelined loop loads no column vector")
-        self.smem_bytes += sum(self.stages * n.outs[0].rows * 4 for n in self.loop_body if id(n) in self.vec_ring)
-        if self.smem_bytes > SMEM_LIMIT:
-            self._fail(f"option vec_ring: {self.stages} stages need {self.smem_bytes} bytes of shared memory "
-                       f"(limit {SMEM_LIMIT})")
-
     # ------------------------------------------------------------------ consumers
     def row(self, e) -> str:
         return f"{self.expr(e)} + wg_row0"
@@ -667,10 +612,6 @@ class WarpSpecializedLowering(Lowering):
     def vec_load(self, n: ir.Op, dst: str, names: Optional[Dict[str, str]] = None) -> str:
         """A vector's bounded load from a 1-D view into `dst`; `names` spells symbols otherwise (the
         loop index one iteration on, for a prefetch)."""
-        return f"load({dst}, {self._vec_src(n, names)});"
-
-    def _vec_src(self, n: ir.Op, names: Optional[Dict[str, str]] = None) -> str:
-        """The pointer, stride, extent and first element of a vector load's 1-D window."""
         t, src = n.outs[0], n.ins[0]
         P, r = src.param, src.kept[0]
         # a column vector runs along the unsplit axis: every warpgroup loads the whole window
@@ -680,7 +621,7 @@ class WarpSpecializedLowering(Lowering):
         terms = [f"{self.expr(ix, names) if isinstance(ir.as_expr(ix), (ir.Sym, ir.Const)) else f'({self.expr(ix, names)})'} * "
                  f"{self.sym_name(P.strides[a])}" for a, ix in enumerate(src.index) if ix is not None]
         ptr = P.name + "".join(f" + {x}" for x in terms)
-        return f"{ptr}, {self.sym_name(P.strides[r])}, {self.sym_name(P.dims[r])}, {at}"
+        return f"load({dst}, {ptr}, {self.sym_name(P.strides[r])}, {self.sym_name(P.dims[r])}, {at});"
 
     def mma_line(self, n: ir.Op, stage: str = "pos.stage") -> Tuple[str, _Group]:
         acc, a, b = n.outs[0], n.ins[0], n.ins[1]
@@ -760,10 +701,6 @@ class WarpSpecializedLowering(Lowering):
                 continue
             if n.name == "store_shared":
                 lines += self.store_shared(n, pending, pad)
-                continue
-            if id(n) in self.vec_ring:
-                lines.append(f"{pad}load({self.var(n.outs[0])}, S.{self.vec_ring[id(n)]}[pos.stage]);  "
-                             "// staged in this ring stage by the producer's vector warp")
                 continue
             if id(n) in self.prefetch:
                 t, i = n.outs[0], self.loop.index.name
@@ -1252,7 +1189,6 @@ class WarpSpecializedLowering(Lowering):
         self.peeling = False
         self.plan_fold()
         self.plan_prefetch()
-        self.plan_vec_ring()
         self.plan_early_release()
         self.plan_window()
         # PingPong with the rotation: the turns run on across the loop's runs and programs (the first is
@@ -1293,7 +1229,6 @@ class WarpSpecializedLowering(Lowering):
         consumer = self.consumer(k.body, 0, [])
         producer = self.producer(k.body, 0)
         reducer = self.reducer_lines(k.body, 0) if self.reducer else []
-        vectors = self.vector_lines(k.body, 0) if self.vec_ring else []
         shared = []
         for t in k.tiles:
             if t.kind == "shared":
@@ -1308,9 +1243,6 @@ class WarpSpecializedLowering(Lowering):
             cols = t.cols if t in self.split_k else "WG_ROWS"
             shared.append(f"st<float, {t.rows}, {cols}> {self.reduces[id(o)]}[CONSUMERS];  // "
                           f"{part}, for the TMA reduce into {o.ins[1].param.name}")
-        for n in [x for x in self.loop_body if isinstance(x, ir.Op) and id(x) in self.vec_ring]:
-            shared.append(f"alignas(16) float {self.vec_ring[id(n)]}[STAGES][{n.outs[0].rows}];  // {n.outs[0].name}'s "
-                          "window of each ring stage, copied by the producer's vector warp")
         for o in [x for x in k.walk() if isinstance(x, ir.Op) and id(x) in self.tma_stores]:
             t, P = o.ins[0], o.ins[1].param
             shared.append(f"st<{CTYPE[P.dtype.name]}, WG_ROWS, {t.cols}> {self.tma_stores[id(o)]}[CONSUMERS];  // "
@@ -1342,7 +1274,7 @@ class WarpSpecializedLowering(Lowering):
                 ("h", self.hoisted), ("np", not self.persistent), ("f", self.fold), ("w", self.window_bytes),
                 ("t", self.tree_max), ("pf", bool(self.prefetch)), ("d2", self.ds_stages == 2), ("r", self.reducer),
                 ("ws", self.options.get("whole_tile_stores", False)), ("pl", self.peel), ("ts", bool(self.tma_stores)),
-                ("nsm", not self.options.get("stmatrix", True)), ("vr", bool(self.vec_ring))]
+                ("nsm", not self.options.get("stmatrix", True))]
         name = "tiles_{}_hopper_{}_{}_s{}c{}{}".format(
             k.name, "_".join(f"{a}{int(v) if isinstance(v, bool) else v}" for a, v in k.constexprs.items()),
             k.params[0].dtype.name, self.stages, self.consumers, "".join(t for t, on in tags if on))
@@ -1350,7 +1282,7 @@ class WarpSpecializedLowering(Lowering):
                    WG_ROWS=self.WG_ROWS, consumers=self.consumers, stages=self.stages, pingpong=self.pingpong,
                    n_once=max(1, len(self.once)), shared=shared, sig=sig, decls=decls, producer=producer, reducer=reducer,
                    whole_tile_stores=self.options.get("whole_tile_stores", False), wide_stores=self.wide_stores,
-                   stmatrix=bool(self.options.get("stmatrix", True)), vectors=vectors,
+                   stmatrix=bool(self.options.get("stmatrix", True)),
                    consumer=consumer, consumer_pre=pre, consumer_post=post, maps=[m for _, m, _, _ in params],
                    producer_regs=self.producer_regs, consumer_regs=self.consumer_regs,
                    grid=[self.expr(g) for g in k.grid], persistent=self.persistent,

@@ -188,17 +188,6 @@ __device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
   }
 }
 
-// ---------------------------------------------------------------- cp.async (4-byte copies)
-// One element global → shared without a register (src-size 0: the destination is zero-filled), and
-// an arrival on an mbarrier once all of this thread's earlier cp.asyncs have landed (.noinc: the
-// barrier's arrival count includes it).
-__device__ __forceinline__ void cp_async_4(u32 dst, const void* src, bool valid) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src), "r"(valid ? 4 : 0) : "memory");
-}
-__device__ __forceinline__ void cp_async_arrive_noinc(u32 bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
-}
-
 // ---------------------------------------------------------------- TMA (cp.async.bulk.tensor)
 // Coordinates are innermost-first, in elements, as the tensor map's dimensions are. Out-of-bounds
 // elements of the box are written as zeros and still count toward the barrier's transaction bytes.

@@ -397,27 +397,6 @@ template <typename U, int C> __device__ __forceinline__ void load(cv<C>& v, cons
   }
 }
 
-// The same window staged in shared memory by one warp, without registers: dst[c] = src[(col0 + c) *
-// stride], 0 past n, one 4-byte cp.async a lane per 32 columns. The copies complete on a barrier
-// (arrive_copies), which the readers wait for; they then take it with the shared form of load.
-template <int C> __device__ __forceinline__ void copy_async(float (&dst)[C], const float* src, long long stride, int n,
-                                                            int col0) {
-  const int l = arch::lane_id();
-#pragma unroll
-  for (int i = 0; i < (C + 31) / 32; ++i) {
-    const int c = 32 * i + l;
-    if (c < C) {
-      const bool in = col0 + c < n;
-      arch::cp_async_4(arch::smem_addr(&dst[c]), in ? src + (long long)(col0 + c) * stride : src, in);
-    }
-  }
-}
-template <int C> __device__ __forceinline__ void load(cv<C>& v, const float (&src)[C]) {
-  const int l = arch::lane_id();
-#pragma unroll
-  for (int i = 0; i < v.per_lane; ++i) v.v[i] = 32 * i + l < C ? src[32 * i + l] : 0.f;
-}
-
 // ================================================================ global memory (bounded)
 // dst[row0 + r, col0 + c] = src[r, c] for row0 + r < nrows and col0 + c < ncols; converts to U.
 // Pairs go out as one 4- or 8-byte store when the row stride keeps them aligned.
