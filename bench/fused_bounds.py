@@ -13,8 +13,7 @@ one change (those marked * compute no attention; everything else is the kernel a
   conversion); `nostsm`: dS stored a pair a st.shared, not four pairs a stmatrix; `noload`*: the
   loop's loads of the next block's LSE and Delta left out; `pfmid`: those loads issued after the dS
   barrier instead of at the block's start; `nopf`: the option prefetch off (each block loads its own
-  at its start); `pfl1`: prefetch="l1" (each block loads its own, the next block's lines prefetched
-  into L1) (session 21);
+  at its start) (session 21);
 * `shift`: each key block's walk over the query blocks starts at its own place, (kb + pid0 * NQ /
   grid0) mod NQ, so that the CTAs running at once add into different dQ rows (non-causal only;
   exact: only the order of dQacc's additions changes).
@@ -59,9 +58,6 @@ _LOADS = ("          load(lse_next, L + pid2 * L_stride0 + (pid1 * (Q_shape2 / K
 _DS_BAR = "          arch::bar_sync(8 + cw, 128);  // this warpgroup's rows of dss are in (only it reads them)\n"
 EDITS["noload"] = [(x, "") for x in _LOADS]
 EDITS["pfmid"] = [(x, "") for x in _LOADS] + [(_DS_BAR, _DS_BAR + "".join(_LOADS))]
-# variants that are lowering options: LSE and Delta loaded at their own block, without (prefetch off) or
-# with the next block's lines prefetched into L1 (prefetch="l1")
-OPTION_VARIANTS = {"nopf": {"prefetch": False}, "pfl1": {"prefetch": "l1"}}
 # BOUNDS=name,name,...: only these variants (split always)
 ONLY = set(filter(None, os.environ.get("BOUNDS", "").split(",")))
 
@@ -89,8 +85,8 @@ def fused(args, causal, persistent=False, edit=None):
     """A prepared launch of the fused kernel (one CTA a program, or walked persistently), or of its source with
     `edit` applied: the edited Lowered goes into the lowering cache under an option of its own."""
     opts = {**W.SCHEDULES[FUSED], "persistent": persistent}
-    if edit in OPTION_VARIANTS:  # an option, not an edit
-        opts, edit = {**opts, **OPTION_VARIANTS[edit]}, None
+    if edit == "nopf":  # an option, not an edit: LSE and Delta loaded at their own block
+        opts, edit = {**opts, "prefetch": False}, None
     kw = dict(causal=causal, D=64, **W.config("attention_bwd_fused", D=64))
     base = W.prepare(attention_bwd_fused, *args, options=opts, **kw)
     if edit is None:
@@ -118,8 +114,7 @@ def main():
             sets.append(((q, k, v, do, lse, delta), outs))
         fns, check = {}, {}
         for name in ("split", "dkdv", "fused", "persist", "noreduce", "nodq", "persist_nodq", "shift", "persist_shift",
-                     "persist_nodqscale", "persist_nostsm", "persist_noload", "persist_pfmid", "persist_nopf",
-                     "persist_pfl1"):
+                     "persist_nodqscale", "persist_nostsm", "persist_noload", "persist_pfmid", "persist_nopf"):
             if causal and "shift" in name or ONLY and name not in ONLY | {"split"}:
                 continue
             gos = []

@@ -252,9 +252,7 @@ def fused(seqs="1024,4096,16384"):
                            ("fused_pp", {"pingpong": True}), ("fused_pp_rot", {"pingpong": True, "rotate": True}),
                            ("fused_pp_rot_peel", {"pingpong": True, "rotate": True, "peel": True}),
                            ("fused_ds1", {"ds_stages": 1}), ("fused_rot_ds1", {"rotate": True, "ds_stages": 1}),
-                           # session 21: dS a pair a st.shared; LSE and Delta loaded at their block, the next
-                           # block's prefetched into L1
-                           ("fused_nsm", {"stmatrix": False}), ("fused_pfl1", {"prefetch": "l1"})):
+                           ("fused_nsm", {"stmatrix": False})):  # session 21: dS a pair a st.shared
             modes[name] = (True, {**schedules, key: {**base, **over}})
     if os.environ.get("FUSED_MODES"):  # a subset, by name (split always)
         keep = set(os.environ["FUSED_MODES"].split(",")) | {"split"}

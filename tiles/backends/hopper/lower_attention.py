@@ -612,10 +612,6 @@ class WarpSpecializedLowering(Lowering):
     def vec_load(self, n: ir.Op, dst: str, names: Optional[Dict[str, str]] = None) -> str:
         """A vector's bounded load from a 1-D view into `dst`; `names` spells symbols otherwise (the
         loop index one iteration on, for a prefetch)."""
-        return f"load({dst}, {self._vec_src(n, names)});"
-
-    def _vec_src(self, n: ir.Op, names: Optional[Dict[str, str]] = None) -> str:
-        """The pointer, stride, extent and first element of a vector load's 1-D window."""
         t, src = n.outs[0], n.ins[0]
         P, r = src.param, src.kept[0]
         # a column vector runs along the unsplit axis: every warpgroup loads the whole window
@@ -625,7 +621,7 @@ class WarpSpecializedLowering(Lowering):
         terms = [f"{self.expr(ix, names) if isinstance(ir.as_expr(ix), (ir.Sym, ir.Const)) else f'({self.expr(ix, names)})'} * "
                  f"{self.sym_name(P.strides[a])}" for a, ix in enumerate(src.index) if ix is not None]
         ptr = P.name + "".join(f" + {x}" for x in terms)
-        return f"{ptr}, {self.sym_name(P.strides[r])}, {self.sym_name(P.dims[r])}, {at}"
+        return f"load({dst}, {ptr}, {self.sym_name(P.strides[r])}, {self.sym_name(P.dims[r])}, {at});"
 
     def mma_line(self, n: ir.Op, stage: str = "pos.stage") -> Tuple[str, _Group]:
         acc, a, b = n.outs[0], n.ins[0], n.ins[1]
@@ -705,13 +701,6 @@ class WarpSpecializedLowering(Lowering):
                 continue
             if n.name == "store_shared":
                 lines += self.store_shared(n, pending, pad)
-                continue
-            if id(n) in self.prefetch and self.prefetch_l1:
-                i = self.loop.index.name
-                lines.append(pad + self.vec_load(n, self.var(n.outs[0])))
-                lines.append(f"{pad}prefetch_l1({self.var(n.outs[0])}, "
-                             f"{self._vec_src(n, {i: f'({self.sym_name(self.loop.index)} + 1)'})});  "
-                             "// the next iteration's, into L1")
                 continue
             if id(n) in self.prefetch:
                 t, i = n.outs[0], self.loop.index.name
@@ -947,7 +936,7 @@ class WarpSpecializedLowering(Lowering):
             lines.append(f"{pad}if (cw == 1) arch::bar_sync(2, 256);  // warpgroup 0 takes the first turn")
         if main:
             first = {n.index.name: f"({self.expr(n.start)})"}
-            for x in self.prefetch.values() if not self.prefetch_l1 else ():  # the first iteration's copy
+            for x in self.prefetch.values():  # the first iteration's copy
                 lines.append(f"{pad}{self.vec_load(x, self.var(x.outs[0]) + '_next', first)}"
                              "  // prefetched: the loop loads each next one")
         start = self.expr(n.start)
@@ -1102,9 +1091,6 @@ class WarpSpecializedLowering(Lowering):
         whole iteration to arrive instead of the one GEMM before its first use. The last iteration
         loads one block past the loop's end, bounded like every load (rows past the tensor read 0)."""
         self.prefetch: Dict[int, ir.Op] = {}
-        # prefetch="l1": each iteration loads its own vectors and prefetches the next one's lines into
-        # L1 (no register holds them in flight, so no proxy fence waits for them)
-        self.prefetch_l1 = self.options.get("prefetch", True) == "l1"
         if not self.options.get("prefetch", True):
             return
         for n in self.loop_body:
@@ -1235,7 +1221,7 @@ class WarpSpecializedLowering(Lowering):
                 decls.append(f"cv<{t.rows}> {self.var(t)};  // {t.type_str()}, along the columns of the transposed tiles")
             elif t.kind == "vec":
                 decls.append(f"rv<WG_ROWS> {self.var(t)};  // {t.type_str()}")
-            if any(x.outs[0] is t for x in self.prefetch.values()) and not self.prefetch_l1:
+            if any(x.outs[0] is t for x in self.prefetch.values()):
                 kind = decls[-1].split(f" {self.var(t)};")[0]
                 decls.append(f"{kind} {self.var(t)}_next;  // the next iteration's {t.name}, loaded ahead")
         if self.ds_stages == 2:
@@ -1286,7 +1272,7 @@ class WarpSpecializedLowering(Lowering):
         BM = self.BM
         tags = [(f"wd{self.wide_stores}", self.wide_stores), ("pp", self.pingpong), ("rot", self.deferred is not None),
                 ("h", self.hoisted), ("np", not self.persistent), ("f", self.fold), ("w", self.window_bytes),
-                ("t", self.tree_max), ("pf", bool(self.prefetch)), ("l1", self.prefetch_l1), ("d2", self.ds_stages == 2), ("r", self.reducer),
+                ("t", self.tree_max), ("pf", bool(self.prefetch)), ("d2", self.ds_stages == 2), ("r", self.reducer),
                 ("ws", self.options.get("whole_tile_stores", False)), ("pl", self.peel), ("ts", bool(self.tma_stores)),
                 ("nsm", not self.options.get("stmatrix", True))]
         name = "tiles_{}_hopper_{}_{}_s{}c{}{}".format(

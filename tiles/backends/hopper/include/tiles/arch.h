@@ -104,9 +104,6 @@ __device__ __forceinline__ uint4 ld_global_nc_v4(const void* p) {
   return r;
 }
 
-// A cache line into L1 ahead of its load: nothing waits for it (no register is written).
-__device__ __forceinline__ void prefetch_l1(const void* p) { asm volatile("prefetch.global.L1 [%0];" ::"l"(p)); }
-
 // ---------------------------------------------------------------- flags between CTAs (schedule.h)
 // A CTA publishes data in global memory to another CTA with `flag_release` after its own writes (and,
 // through a barrier, its warpgroup's); the reader's `flag_acquire` then sees them. GPU scope: the two

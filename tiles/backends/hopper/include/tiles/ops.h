@@ -397,18 +397,6 @@ template <typename U, int C> __device__ __forceinline__ void load(cv<C>& v, cons
   }
 }
 
-// The lines of that window fetched into L1 ahead of its load (lane l: columns l, l + 32, ...): a
-// load in flight holds its register's scoreboard, and a proxy fence waits for it; a prefetch does not.
-template <int C, typename U>
-__device__ __forceinline__ void prefetch_l1(const cv<C>&, const U* src, long long stride, int n, int col0) {
-  const int l = arch::lane_id();
-#pragma unroll
-  for (int i = 0; i < (C + 31) / 32; ++i) {
-    const int c = 32 * i + l;
-    if (c < C && col0 + c < n) arch::prefetch_l1(src + (long long)(col0 + c) * stride);
-  }
-}
-
 // ================================================================ global memory (bounded)
 // dst[row0 + r, col0 + c] = src[r, c] for row0 + r < nrows and col0 + c < ncols; converts to U.
 // Pairs go out as one 4- or 8-byte store when the row stride keeps them aligned.
