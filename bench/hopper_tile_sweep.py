@@ -268,7 +268,7 @@ def fused(seqs="1024,4096,16384"):
             fns, grads = {}, {}
             for name, (fuse, sch) in modes.items():
                 def f(i, fuse=fuse, sch=sch):
-                    HB.FUSED_BACKWARD, HB.FUSED_BACKWARD_D, W.SCHEDULES = fuse, {64: 0} if fuse else {}, sch
+                    HB.FUSED_BACKWARD, HB.FUSED_BACKWARD_D, W.SCHEDULES = fuse, {(64, c): 0 for c in (False, True)} if fuse else {}, sch
                     return torch.autograd.grad(out, xs, do, retain_graph=True)
                 grads[name] = [x.float() for x in f(0)]
                 fns[name] = f

@@ -581,15 +581,18 @@ def test_fused_backward_at_d64_sums_dq_by_warpgroup(tmp_path):
 
 def test_backward_runs_fused_at_d64_only(monkeypatch):
     """tiles.attention's backward takes attention_bwd_fused at the head dims of FUSED_BACKWARD_D (64,
-    from 512 queries: faster than the split kernels there, sessions 20 and 21) where its key-block programs
-    fill the GPU twice, at both head dims with FUSED_BACKWARD, else the split kernels; direct launches
-    (no problem given) lower it at both."""
+    from 512 queries, causal from 1k: faster than the split kernels there, sessions 20 and 21) where
+    its key-block programs fill the GPU twice, at both head dims with FUSED_BACKWARD, else the split
+    kernels; direct launches (no problem given) lower it at both."""
     from tiles.backends.hopper.backend import HopperBackend
 
     be = HopperBackend.__new__(HopperBackend)  # supports() reads only the class's switches
     problem = dict(causal=False, Sq=4096, Sk=4096, B=4, Hkv=32)
     assert be.supports("attention_bwd_fused", D=64, **problem)
-    assert be.supports("attention_bwd_fused", D=64, **{**problem, "Sq": 512, "Sk": 512, "B": 32})
+    short = {**problem, "Sq": 512, "Sk": 512, "B": 32}
+    assert be.supports("attention_bwd_fused", D=64, **short)
+    assert not be.supports("attention_bwd_fused", D=64, **{**short, "causal": True})  # the split kernels were faster
+    assert be.supports("attention_bwd_fused", D=64, **{**problem, "causal": True, "Sq": 1024, "Sk": 1024, "B": 16})
     assert not be.supports("attention_bwd_fused", D=128, **problem)
     assert be.supports("attention_bwd_fused") and not be.supports("attention_bwd_fused", D=96, **problem)
     # not measured, so the split kernels: short queries; too few key-block programs to fill the GPU

@@ -61,20 +61,22 @@ class HopperBackend(Backend):
     FUSED_BACKWARD = False
     # ... but at D = 64 the fused backward is the faster one: each consumer warpgroup sums its own
     # keys' share of dQ (split_k) and meets no other on dS; persistent and not rotated, 1.00-1.07x the
-    # split backward non-causal and 1.02-1.12x causal at 512-16k queries (session 21's sweep; shorter
-    # ones were not measured, so they keep the split kernels). Head dim -> the fewest queries it is
-    # taken at. Its dQ, added up by TMA reduces in whatever order the CTAs reach them, is not bitwise
-    # reproducible from run to run (cuDNN's backward is not either); FUSED_BACKWARD_D = {} gives the
-    # split kernels back.
-    FUSED_BACKWARD_D = {64: 512}
+    # split backward non-causal at 512-16k queries and 1.02-1.12x causal at 1k-16k (session 21's
+    # sweeps). At 512 causal queries the standard suite put the split kernels ahead (1.065 / 1.067x
+    # cuDNN, against 1.014 / 1.014x fused), at 512 non-causal the fused one (1.004 / 1.003x against
+    # 0.964 / 0.992x); shorter ones were not measured and keep the split kernels. (Head dim, causal)
+    # -> the fewest queries it is taken at. Its dQ, added up by TMA reduces in whatever order the CTAs
+    # reach them, is not bitwise reproducible from run to run (cuDNN's backward is not either);
+    # FUSED_BACKWARD_D = {} gives the split kernels back.
+    FUSED_BACKWARD_D = {(64, False): 512, (64, True): 1024}
     # ... and only where its programs (a key block of 128 and a KV head each) fill the GPU twice over:
     # the split backward's dQ kernel spreads over the query blocks, the fused one does dQ's work in the
     # key blocks' programs (few keys, as in cross-attention to a short context; not measured)
     FUSED_BACKWARD_PROGRAMS_PER_SM = 2
 
     def _fused_chosen(self, problem: dict) -> bool:
-        D, Sq = problem.get("D", 128), problem.get("Sq", 0)
-        if D not in self.FUSED_BACKWARD_D or Sq < self.FUSED_BACKWARD_D[D]:
+        key = (problem.get("D", 128), bool(problem.get("causal", False)))
+        if key not in self.FUSED_BACKWARD_D or problem.get("Sq", 0) < self.FUSED_BACKWARD_D[key]:
             return False
         programs = -(-problem.get("Sk", 0) // 128) * problem.get("Hkv", 1) * problem.get("B", 1)
         sms = runtime.num_sms() if torch.cuda.is_available() else 132  # the H100 / H200 SXM's, on the CPU
