@@ -4,7 +4,7 @@
 # profile put 9 % of the D = 64 kernel's samples on the staging fence and its hand-over), through
 # autograd against the launched form and the split backward, D = 64 (S = 512 to 16k) and D = 128.
 #   TILES_COMMIT=<commit> sh bench/device_session21d.sh
-# (Ran at 71b06b6. merge_fences was slower at 11 of 14 D = 64 rows and was taken out after it.)
+# (Ran at 71b06b6. merge_fences was slower at 12 of 14 D = 64 rows and was taken out after it.)
 DEVICE_PYTHONPATH=tests/hopper:bench
 . bench/device_env.sh
 FUSED_D=64 FUSED_MODES=fused,fused_mf timeout 120 python3 bench/hopper_tile_sweep.py --only fused \

@@ -5,7 +5,7 @@
 # put at 2.6-6.3 % of the D = 64 fused kernel). The fused GPU tests with it on, fused_bounds, and the
 # sweep through autograd (S = 512 to 16k).
 #   TILES_COMMIT=<commit> sh bench/device_session21f.sh
-# (Ran at ae69459. vec_ring was 4-5 % slower in fused_bounds and slower at 6 of 8 sweep rows: taken out.)
+# (Ran at ae69459. vec_ring was 3-6 % slower in fused_bounds and slower at 5 of 8 sweep rows: taken out.)
 DEVICE_PYTHONPATH=tests/hopper:bench
 . bench/device_env.sh
 BOUNDS=persist,persist_vr,persist_noload timeout 100 python3 bench/fused_bounds.py > "$OUT/bounds.txt" 2>&1

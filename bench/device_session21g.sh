@@ -4,7 +4,7 @@
 # (the fifth call's `noload` bound put those waits at 2.6-6.3 % of the D = 64 fused kernel, and the
 # sixth call's producer-warp copies lost 4-5 %). fused_bounds and the sweep through autograd.
 #   TILES_COMMIT=<commit> sh bench/device_session21g.sh
-# (Ran at c26b512. prefetch="l1" was 9-10 % slower in fused_bounds, as slow as no prefetch: taken out.)
+# (Ran at c26b512. prefetch="l1" was 15-21 % slower in fused_bounds, about as slow as no prefetch: taken out.)
 DEVICE_PYTHONPATH=tests/hopper:bench
 . bench/device_env.sh
 BOUNDS=persist,persist_pfl1,persist_noload timeout 100 python3 bench/fused_bounds.py > "$OUT/bounds.txt" 2>&1
