@@ -579,6 +579,26 @@ def test_fused_backward_at_d64_sums_dq_by_warpgroup(tmp_path):
     assert "mma_AtB_slice" not in _lower(D=128, causal=False, kernel="fused").source
 
 
+def test_fused_backward_stores_ds_by_stmatrix(tmp_path):
+    """dS (16-bit registers into a swizzled shared tile) goes four pairs a stmatrix (ops.h store,
+    session 21): the D = 64 fused loop as launched (not rotated: no deferred mma) stores it in four
+    STSM and no 4-byte STS; with stmatrix=False, sixteen STS. Its gradients meet the float64 rule in
+    the GPU tests (tests/test_attention_fused.py and the one below)."""
+    runtime = needs.nvrtc()
+    from sass import disassemble, mainloops
+
+    counts = {}
+    for on in (True, False):
+        options = {**WarpSpecializedLowering.SCHEDULES[("attention_bwd_fused", 64)], "stmatrix": on}
+        low = _lower(D=64, causal=False, kernel="fused", launched=True, options=options)
+        assert "issued late so it runs under the softmax" not in low.source
+        assert ("#define TILES_NO_STMATRIX" in low.source) is not on
+        c = runtime.compile_cuda(low.source, name=low.entry + ".cu", cache=False)
+        loop = min(mainloops(disassemble(c.cubin, tmp_path), "HGMMA"), key=len)
+        counts[on] = (sum("STSM" in t for t in loop), sum(t.split()[0] == "STS" for t in loop))
+    assert counts == {True: (4, 0), False: (0, 16)}, counts
+
+
 def test_backward_runs_fused_at_d64_only(monkeypatch):
     """tiles.attention's backward takes attention_bwd_fused at the head dims of FUSED_BACKWARD_D (64,
     from 512 queries, causal from 1k: faster than the split kernels there, sessions 20 and 21) where
@@ -620,7 +640,7 @@ def test_register_budgets_fit_the_ctas_allocation():
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_attention_backward_at_d64_runs_fused_on_the_gpu(causal, monkeypatch):
-    """tiles.attention's backward at D = 64 from 512 queries is attention_bwd_fused (not the split
+    """tiles.attention's backward at D = 64 from 512 queries (1k causal) is attention_bwd_fused (not the split
     kernels), with row tails and grouped heads, and meets the float64 rule of the portability suite.
     (36 key-block programs: the GPU-filling rule is lowered for the test, the kernel is the same.)"""
     needs.hopper_gpu()

@@ -514,9 +514,10 @@ __device__ __forceinline__ void store(U* dst, long long ld, int nrows, int ncols
   });
 }
 // Registers → shared: dst[dst_row0 + r, c] = src[r, src_col0 + c], converted to dst's type, in the
-// swizzled layout TMA stores and wgmma read. Each pair is one 4- or 8-byte st.shared; the swizzle
-// spreads a warp's 8 rows over different banks. Follow with arch::fence_proxy_async() before a TMA
-// store or a wgmma reads the tile.
+// swizzled layout TMA stores and wgmma read. A 16-bit tile into a 16-bit one goes four pairs a
+// stmatrix; otherwise each pair is one 4- or 8-byte st.shared; the swizzle spreads a warp's 8 rows
+// over different banks. Follow with arch::fence_proxy_async() before a TMA store or a wgmma reads
+// the tile.
 template <typename U, int RD, int C, int SW, typename T, int R, int C2>
 __device__ __forceinline__ void store(st<U, RD, C, SW>& dst, int dst_row0, const rt<T, R, C2>& src, int src_col0) {
   static_assert(C % 8 == 0 && C2 % C == 0, "the shared tile takes whole 8-column groups of the register tile");
