@@ -87,3 +87,17 @@ def test_each_launch_takes_the_next_input_set():
     assert [n for n, _ in timed] == ["tiles", "cublas", "other"] * 6
     assert all(a[1] != b[1] for a, b in zip(timed, timed[1:])), timed
     assert {x for n, x in timed if n == "cublas"} == set(sets)  # every impl meets more than one set
+
+
+def test_suite_ratios_divide_by_the_named_baseline():
+    """bench/suite_ratios.py (the closing calls' target printout): each shape's baseline time over
+    tiles', against the baseline its issue names (cuBLAS for gemm, not whatever else ran)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("suite_ratios", os.path.join(ROOT, "bench", "suite_ratios.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    r = _fixture("NVIDIA H200", "H200", 800.0, "cublas", 790.0)
+    r["rows"][0]["ms"], r["rows"][1]["ms"] = 2.0, 3.0
+    r["rows"].append(dict(kernel="gemm", shape=r["rows"][0]["shape"], impl="other2", correct=True, ms=1.0))
+    assert mod.ratios(r) == {"gemm": [("8192x8192x8192", 1.5)]}
