@@ -13,7 +13,7 @@ one change (those marked * compute no attention; everything else is the kernel a
   conversion); `nostsm`: dS stored a pair a st.shared, not four pairs a stmatrix; `noload`*: the
   loop's loads of the next block's LSE and Delta left out; `pfmid`: those loads issued after the dS
   barrier instead of at the block's start; `nopf`: the option prefetch off (each block loads its own
-  at its start) (session 21);
+  at its start) (session 21); `vt`: the option vec_tma (LSE and Delta by the producer's TMA, session 22);
 * `shift`: each key block's walk over the query blocks starts at its own place, (kb + pid0 * NQ /
   grid0) mod NQ, so that the CTAs running at once add into different dQ rows (non-causal only;
   exact: only the order of dQacc's additions changes).
@@ -87,6 +87,8 @@ def fused(args, causal, persistent=False, edit=None):
     opts = {**W.SCHEDULES[FUSED], "persistent": persistent}
     if edit == "nopf":  # an option, not an edit: LSE and Delta loaded at their own block
         opts, edit = {**opts, "prefetch": False}, None
+    if edit == "vt":  # an option: LSE and Delta into the ring stages by the producer's TMA (session 22)
+        opts, edit = {**opts, "vec_tma": True}, None
     kw = dict(causal=causal, D=64, **W.config("attention_bwd_fused", D=64))
     base = W.prepare(attention_bwd_fused, *args, options=opts, **kw)
     if edit is None:
@@ -114,7 +116,7 @@ def main():
             sets.append(((q, k, v, do, lse, delta), outs))
         fns, check = {}, {}
         for name in ("split", "dkdv", "fused", "persist", "noreduce", "nodq", "persist_nodq", "shift", "persist_shift",
-                     "persist_nodqscale", "persist_nostsm", "persist_noload", "persist_pfmid", "persist_nopf"):
+                     "persist_nodqscale", "persist_nostsm", "persist_noload", "persist_pfmid", "persist_nopf", "persist_vt"):
             if causal and "shift" in name or ONLY and name not in ONLY | {"split"}:
                 continue
             gos = []

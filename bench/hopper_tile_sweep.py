@@ -241,7 +241,9 @@ def fused(seqs="1024,4096,16384"):
                        ("uni_pp_nopf", {"uniform_warpgroup": True, "pingpong": True, "prefetch": False}),
                        ("uni_nopf_s2", {"uniform_warpgroup": True, "prefetch": False, "stages": 2}),
                        ("uni_ds1_nopf", {"uniform_warpgroup": True, "prefetch": False, "ds_stages": 1}),
-                       ("nsm", {"stmatrix": False})):
+                       ("nsm", {"stmatrix": False}),
+                       # session 22: LSE and Delta into the ring stages by the producer's TMA
+                       ("vt", {"vec_tma": True}), ("vt_s2", {"vec_tma": True, "stages": 2})):
         modes["fused_" + name] = (True, {**schedules, ("attention_bwd_fused", 128): {**fdef, **over}})
     D = int(os.environ.get("FUSED_D", 128))
     if D == 64:  # session 19: dQ as each warpgroup's share of the sum over its keys (split_k)
@@ -252,7 +254,9 @@ def fused(seqs="1024,4096,16384"):
                            ("fused_pp", {"pingpong": True}), ("fused_pp_rot", {"pingpong": True, "rotate": True}),
                            ("fused_pp_rot_peel", {"pingpong": True, "rotate": True, "peel": True}),
                            ("fused_ds1", {"ds_stages": 1}), ("fused_rot_ds1", {"rotate": True, "ds_stages": 1}),
-                           ("fused_nsm", {"stmatrix": False})):  # session 21: dS a pair a st.shared
+                           ("fused_nsm", {"stmatrix": False}),  # session 21: dS a pair a st.shared
+                           ("fused_vt", {"vec_tma": True}),  # session 22: LSE and Delta by TMA
+                           ("fused_vt_rot", {"vec_tma": True, "rotate": True})):
             modes[name] = (True, {**schedules, key: {**base, **over}})
     if os.environ.get("FUSED_MODES"):  # a subset, by name (split always)
         keep = set(os.environ["FUSED_MODES"].split(",")) | {"split"}
@@ -299,7 +303,9 @@ FOLD = {"base": {}, "nofold": {"fold": False}, "noearly": {"early_release": Fals
         "wd2": {"wide_stores": 2}, "wd4": {"wide_stores": 4}, "wd4ws": {"wide_stores": 4, "whole_tile_stores": True},
         "wd0": {"wide_stores": 0},  # (2 is the default since: a pair a store, as before)
         # session 19: 16-bit outputs through a staging tile per warpgroup and a TMA store
-        "tma": {"tma_store": True}}
+        "tma": {"tma_store": True},
+        # session 22: the loop's LSE and Delta into each ring stage by the producer's TMA
+        "vt": {"vec_tma": True}}
 
 
 def schedule(seqs="512,1024,4096,16384", only=None, dims=(128, 64), kernels=("fwd", "dq", "dkdv")):
@@ -344,7 +350,7 @@ def schedule(seqs="512,1024,4096,16384", only=None, dims=(128, 64), kernels=("fw
                     if kname == "attention_bwd_dkdv":  # reads its one-shot K, V across the query-head loop
                         variants = {n: FOLD[n] for n in ("base", "nofold", "nocont", "nowindow", "nouniform", "pp", "nopp",
                                                          "fold", "uniform", "s2", "s3", "nopf", "tested", "whole", "peel",
-                                                         "wd2", "wd4", "wd0")}
+                                                         "wd2", "wd4", "wd0", "vt")}
                     if only:
                         variants = {n: v for n, v in variants.items() if n in only}
                     if not causal:  # the L2 windows are a causal walk's

@@ -672,3 +672,62 @@ def test_attention_backward_at_d64_runs_fused_on_the_gpu(causal, monkeypatch):
         ref = grads["ref"][i]
         e, e_lp = max_err(grads["tiles"][i], ref), max_err(grads["lp"][i], ref)
         assert e <= 3 * e_lp + fl(ref), f"d{n}: max error {e:.3e} > 3·{e_lp:.3e} + fl"
+
+
+@pytest.mark.parametrize("kernel,D", [("fused", 64), ("fused", 128), ("dkdv", 64), ("dkdv", 128)])
+def test_vectors_come_through_the_ring_by_tma(kernel, D, tmp_path):
+    """vec_tma: the producer thread loads each stage's LSE and Delta windows by TMA with the stage's
+    tiles (their bytes on its full barrier) and the consumers read them from shared memory: no global
+    load of either in the consumers, no copy a block ahead; the same ring depth, no spill."""
+    from tiles.backends.hopper import runtime
+
+    W = WarpSpecializedLowering
+    name = f"attention_bwd_{kernel}"
+    base = _lower(D=D, causal=True, kernel=kernel, launched=True)
+    low = _lower(D=D, causal=True, kernel=kernel, launched=True,
+                 options={**(W.SCHEDULES.get((name, D)) or {}), "vec_tma": True})
+    src = low.source
+    producer, consumers = src.split("consumers: everything else")
+    for v, P in (("lse", "L"), ("delta", "Delta")):
+        assert f"sv<64> {v}_s[STAGES];" in src
+        assert f"load_async_4d(S.{v}_s[pos.stage], map_{P}, S.ring.full[pos.stage], kb * 64, " in producer
+        assert f"load({v}, S.{v}_s[pos.stage]);" in consumers
+        assert f"{P} + " not in consumers and f"float* __restrict__ {P}," not in src
+    assert "_next" not in src
+    assert "S.lse_s[pos.stage], S.delta_s[pos.stage]);" in producer.split("expect_tiles(S.ring.full")[1].split("\n")[0]
+    assert low.notes["stages"] == base.notes["stages"]
+    assert ("map_L", "map_Delta") == tuple(a[1] for a in low.args if a[0] == "tma_vec")
+    comp = runtime.compile_cuda(src, name=low.entry + ".cu", cache=False)
+    assert "0 bytes spill stores" in comp.log and "C75" not in comp.log, comp.log
+    with pytest.raises(Exception, match="vec_tma: the pipelined loop loads no column vector"):
+        _lower(D=D, causal=True, options={"vec_tma": True})
+
+
+@pytest.mark.parametrize("D", [64, 128])
+def test_vectors_by_tma_give_the_same_bits_on_the_gpu(D):
+    """The same LSE and Delta values whichever way they come: dK/dV agree to the bit with and without
+    vec_tma, causal and not, with row tails and grouped heads, from rows 16-byte aligned (1000
+    queries) and from rows that are not (1001: the launch copies them into padded rows), and from
+    strided views."""
+    needs.hopper_gpu()
+    from tiles.kernels import attention_bwd_dkdv
+
+    W = WarpSpecializedLowering
+    for Sq in (1000, 1001):
+        (B, _, Sk, H, Hkv), q, do, k, v, lse_in, delta = _tail_inputs(D, D + 11)
+        q, do = (torch.cat([x, x[:, :1]], 1)[:, :Sq].contiguous() for x in (q, do))
+        lse_in, delta = (torch.cat([x, x[..., :1]], -1)[..., :Sq].contiguous() for x in (lse_in, delta))
+        wide = torch.zeros(B, H, 1040, device="cuda")  # rows 16-byte aligned, not contiguous
+        wide[..., :Sq] = lse_in
+        for causal in (False, True):
+            outs = []
+            for vt, lse in ((False, lse_in), (True, lse_in), (True, wide[..., :Sq])):
+                opts = {**(W.SCHEDULES.get(("attention_bwd_dkdv", D)) or {}), "vec_tma": vt}
+                dk, dv = torch.full_like(k, math.nan), torch.full_like(v, math.nan)
+                W.prepare(attention_bwd_dkdv, q, k, v, do, lse, delta, dk, dv, D ** -0.5, causal=causal, D=D,
+                          options=opts, **W.config("attention_bwd_dkdv", D=D))()
+                outs.append((dk, dv))
+            torch.cuda.synchronize()
+            assert all(torch.isfinite(t).all() for t in outs[0])
+            for other in outs[1:]:
+                assert all(torch.equal(a, b) for a, b in zip(outs[0], other)), (Sq, causal)

@@ -187,7 +187,7 @@ class WarpSpecializedLowering(Lowering):
         known = {"stages", "consumers", "pingpong", "rotate", "hoist", "persistent", "order", "fold", "early_release",
                  "window", "continuous_turns", "uniform_warpgroup", "tree_max", "prefetch", "ds_stages",
                  "reducer", "whole_tile_stores", "peel", "wide_stores", "tma_store",
-                 "stmatrix"}
+                 "stmatrix", "vec_tma"}
         unknown = set(self.options) - known
         if unknown:
             self._fail(f"unknown options {sorted(unknown)} (known: {sorted(known)})")
@@ -299,6 +299,7 @@ class WarpSpecializedLowering(Lowering):
         for o in [n for n in k.walk() if isinstance(n, ir.Op) and n.name == "load_async"]:
             P, t = o.ins[0].param, o.outs[0]
             self.map_info[self.maps[(id(P), t.rows)]] = (P, t.rows, o.ins[0].kept[0])
+        self.plan_vec_tma()
         # store_add of a tile held transposed: staged in shared memory in the logical orientation, one
         # f32 tile per consumer warpgroup (its columns of the logical tile), and added by a TMA reduce
         self.reduces: Dict[int, str] = {}
@@ -332,6 +333,7 @@ class WarpSpecializedLowering(Lowering):
                 self.tma_stores[id(o)] = f"{P.name}_out"
         out_bytes = sum(self.consumers * self.WG_ROWS * o.ins[0].cols * 2 for o in k.walk()
                         if isinstance(o, ir.Op) and id(o) in self.tma_stores)
+        vec_bytes = sum(-(-o.outs[0].rows * 4 // 128) * 128 for o in loop.body if id(o) in self.vec_tma)
         # shared tiles the consumers write (dS for dQ's mma), in two copies by default: a block writes
         # one while the other's last readers may still run, so one barrier a block orders them (below)
         self.written = [o.outs[0] for o in k.walk() if isinstance(o, ir.Op) and o.name == "store_shared"]
@@ -347,9 +349,11 @@ class WarpSpecializedLowering(Lowering):
         # instead of a consumer thread that waits for the last reduce's reads
         self.reducer = bool(self.options.get("reducer", True)) and bool(self.reduces)
 
-        def smem(stages):  # tiles (1 KB aligned) + reduce staging + the barrier block + 1 KB of alignment slack
-            return sum(t.numel * 2 * (stages if t in self.ring else self.ds_stages if t in self.written else 1)
-                       for t in k.tiles if t.kind == "shared") + red_bytes + out_bytes + 2048
+        def smem(stages):  # tiles and staging (1 KB multiples) + vector windows and barriers (under 256 bytes),
+            # rounded to the struct's 1 KB alignment + 1 KB of slack to align the window's start
+            return (sum(t.numel * 2 * (stages if t in self.ring else self.ds_stages if t in self.written else 1)
+                        for t in k.tiles if t.kind == "shared") + red_bytes + out_bytes
+                    + -(-(vec_bytes * stages + 256) // 1024) * 1024 + 1024)
         if "stages" not in self.options:
             # the ring is at least as deep as declared, deeper while shared memory allows (up to 4):
             # a stage is released only when its last wgmma retires, mid-way through the next iteration
@@ -475,10 +479,16 @@ class WarpSpecializedLowering(Lowering):
                 lines.append(f"{pad}for (int {i} = {self.expr(n.start)}; {i} < {self.expr(n.stop)}; ++{i}) {{")
                 if n is self.loop:
                     loads = [x for x in n.body if isinstance(x, ir.Op) and x.name == "load_async"]
+                    vecs = [x for x in n.body if isinstance(x, ir.Op) and id(x) in self.vec_tma]
+                    staged = [self.var(x.outs[0]) for x in loads] + [f"S.{self.vec_tma[id(x)]}[pos.stage]" for x in vecs]
                     lines.append(f"{pad}  wait(S.ring.empty[pos.stage], pos.phase ^ 1);  // a fresh ring counts as released")
-                    lines.append(f"{pad}  expect_tiles(S.ring.full[pos.stage], {', '.join(self.var(x.outs[0]) for x in loads)});")
+                    lines.append(f"{pad}  expect_tiles(S.ring.full[pos.stage], {', '.join(staged)});")
                     for x in loads:
                         lines.append(pad + "  " + self.producer_load(x, "S.ring.full[pos.stage]"))
+                    for x in vecs:
+                        m = self.maps[(id(x.ins[0].param), x.outs[0].rows)]
+                        lines.append(f"{pad}  load_async_4d(S.{self.vec_tma[id(x)]}[pos.stage], {m}, S.ring.full[pos.stage], "
+                                     f"{', '.join(self.vec_coords(x))});  // {ir.format_op(x)}")
                     lines.append(f"{pad}  pos.advance();")
                 else:
                     lines += self.producer(n.body, depth + 1)
@@ -701,6 +711,10 @@ class WarpSpecializedLowering(Lowering):
                 continue
             if n.name == "store_shared":
                 lines += self.store_shared(n, pending, pad)
+                continue
+            if id(n) in self.vec_tma:
+                lines.append(f"{pad}load({self.var(n.outs[0])}, S.{self.vec_tma[id(n)]}[pos.stage]);  "
+                             "// this stage's window, loaded by TMA with its tiles")
                 continue
             if id(n) in self.prefetch:
                 t, i = n.outs[0], self.loop.index.name
@@ -1085,6 +1099,49 @@ class WarpSpecializedLowering(Lowering):
                 if s in _tiles_of(x):
                     break
 
+    def plan_vec_tma(self) -> None:
+        """Option vec_tma: the pipelined loop's column vectors (the backward's LSE and Delta of the
+        query block) come into each ring stage by TMA, issued by the producer thread with the stage's
+        tiles and counted on its full barrier, and the consumers read them from shared memory
+        (FlashAttention-3's LSE and dPsum). Otherwise every consumer thread loads them from global
+        memory, a block ahead (`prefetch`), and its proxy fences then wait for those loads (session 21).
+        The window is one unswizzled box along the tensor's last axis; the launch pads a tensor whose
+        rows are not 16-byte aligned (WarpSpecializedLowering._prepare)."""
+        self.vec_tma: Dict[int, str] = {}
+        self.vec_maps: Dict[str, Tuple[ir.Param, int]] = {}
+        if not self.options.get("vec_tma", False):
+            return
+        waited = False
+        for n in self.loop.body:
+            if isinstance(n, ir.Op) and n.name == "wait":
+                waited = True
+            if not (isinstance(n, ir.Op) and n.name == "load" and n.outs[0].kind == "vec"
+                    and isinstance(n.ins[0], ir.View) and n.ins[0].rank == 1
+                    and self.loop.index in ir.symbols(ir.as_expr(n.attrs["row"]))):
+                continue
+            t, view = n.outs[0], n.ins[0]
+            P = view.param
+            if (t not in self.flipped or P.dtype.name != "f32" or not waited or P.rank > 4
+                    or view.kept[0] != P.rank - 1 or t.rows % 4 or t.rows > 256):
+                self._fail(f"option vec_tma: {t.name} must be an f32 column vector (along the columns of tiles "
+                           "held transposed) of at most 256 elements, a multiple of 4, loaded along its tensor's "
+                           "last axis after the loop's wait", n)
+            key = (id(P), t.rows)
+            if key in self.maps:
+                self._fail(f"option vec_tma: {P.name} is also read as a tile", n)
+            self.maps[key] = f"map_{P.name}"
+            self.vec_maps[self.maps[key]] = (P, t.rows)
+            self.vec_tma[id(n)] = f"{t.name}_s"
+        if not self.vec_tma:
+            self._fail("option vec_tma: the pipelined loop loads no column vector")
+
+    def vec_coords(self, n: ir.Op) -> List[str]:
+        """Coordinates of a vector window's box, innermost axis first, padded to rank 4."""
+        view = n.ins[0]
+        out = [self.expr(n.attrs["row"]) if a == view.kept[0] else self.expr(view.index[a])
+               for a in reversed(range(view.param.rank))]
+        return out + ["0"] * (4 - len(out))
+
     def plan_prefetch(self) -> None:
         """Vector loads in the main loop (the backward's LSE and Delta of the query block) are issued
         one iteration ahead into a second copy (`prefetch`, default on): the global load then has a
@@ -1095,7 +1152,8 @@ class WarpSpecializedLowering(Lowering):
             return
         for n in self.loop_body:
             if (isinstance(n, ir.Op) and n.name == "load" and n.outs[0].kind == "vec" and isinstance(n.ins[0], ir.View)
-                    and n.ins[0].rank == 1 and self.loop.index in ir.symbols(ir.as_expr(n.attrs["row"]))):
+                    and n.ins[0].rank == 1 and self.loop.index in ir.symbols(ir.as_expr(n.attrs["row"]))
+                    and id(n) not in self.vec_tma):
                 self.prefetch[id(n)] = n
 
     def plan_early_release(self) -> None:
@@ -1243,6 +1301,9 @@ class WarpSpecializedLowering(Lowering):
             cols = t.cols if t in self.split_k else "WG_ROWS"
             shared.append(f"st<float, {t.rows}, {cols}> {self.reduces[id(o)]}[CONSUMERS];  // "
                           f"{part}, for the TMA reduce into {o.ins[1].param.name}")
+        for n in [x for x in self.loop.body if isinstance(x, ir.Op) and id(x) in self.vec_tma]:
+            shared.append(f"sv<{n.outs[0].rows}> {self.vec_tma[id(n)]}[STAGES];  // {n.outs[0].name}'s window of "
+                          f"{n.ins[0].param.name} in each ring stage")
         for o in [x for x in k.walk() if isinstance(x, ir.Op) and id(x) in self.tma_stores]:
             t, P = o.ins[0], o.ins[1].param
             shared.append(f"st<{CTYPE[P.dtype.name]}, WG_ROWS, {t.cols}> {self.tma_stores[id(o)]}[CONSUMERS];  // "
@@ -1256,10 +1317,12 @@ class WarpSpecializedLowering(Lowering):
         params = []
         for m, (P, rows, _) in self.map_info.items():
             params.append(("tma", m, P, rows))
+        for m, (P, rows) in self.vec_maps.items():
+            params.append(("tma_vec", m, P, rows))
         writes = ("store", "store_add")
         ptr_params = [P for P in k.params if any(
-            isinstance(n, ir.Op) and n.name in ("load",) + writes and any(isinstance(x, ir.View) and x.param is P for x in n.ins)
-            for n in k.walk())]
+            isinstance(n, ir.Op) and n.name in ("load",) + writes and id(n) not in self.vec_tma
+            and any(isinstance(x, ir.View) and x.param is P for x in n.ins) for n in k.walk())]
         sig = [f"const __grid_constant__ tma_map {m}" for _, m, _, _ in params]
         for P in ptr_params:
             const = "" if any(isinstance(n, ir.Op) and n.name in writes and n.ins[1].param is P for n in k.walk()) else "const "
@@ -1274,7 +1337,7 @@ class WarpSpecializedLowering(Lowering):
                 ("h", self.hoisted), ("np", not self.persistent), ("f", self.fold), ("w", self.window_bytes),
                 ("t", self.tree_max), ("pf", bool(self.prefetch)), ("d2", self.ds_stages == 2), ("r", self.reducer),
                 ("ws", self.options.get("whole_tile_stores", False)), ("pl", self.peel), ("ts", bool(self.tma_stores)),
-                ("nsm", not self.options.get("stmatrix", True))]
+                ("nsm", not self.options.get("stmatrix", True)), ("vt", bool(self.vec_tma))]
         name = "tiles_{}_hopper_{}_{}_s{}c{}{}".format(
             k.name, "_".join(f"{a}{int(v) if isinstance(v, bool) else v}" for a, v in k.constexprs.items()),
             k.params[0].dtype.name, self.stages, self.consumers, "".join(t for t, on in tags if on))
@@ -1282,7 +1345,7 @@ class WarpSpecializedLowering(Lowering):
                    WG_ROWS=self.WG_ROWS, consumers=self.consumers, stages=self.stages, pingpong=self.pingpong,
                    n_once=max(1, len(self.once)), shared=shared, sig=sig, decls=decls, producer=producer, reducer=reducer,
                    whole_tile_stores=self.options.get("whole_tile_stores", False), wide_stores=self.wide_stores,
-                   stmatrix=bool(self.options.get("stmatrix", True)),
+                   stmatrix=bool(self.options.get("stmatrix", True)), smem_bytes=self.smem_bytes,
                    consumer=consumer, consumer_pre=pre, consumer_post=post, maps=[m for _, m, _, _ in params],
                    producer_regs=self.producer_regs, consumer_regs=self.consumer_regs,
                    grid=[self.expr(g) for g in k.grid], persistent=self.persistent,
@@ -1293,6 +1356,7 @@ class WarpSpecializedLowering(Lowering):
                    col_vectors=", ".join(t.name for t in k.tiles if t.kind == "vec" and t in self.flipped))
         src = self.env.get_template("attention.cu.j2").render(**ctx)
         args = [("tma", m, P, rows, kept_row) for m, (P, rows, kept_row) in self.map_info.items()]
+        args += [("tma_vec", m, P, rows) for m, (P, rows) in self.vec_maps.items()]
         args += [("ptr", P) for P in ptr_params]
         for P in k.params:
             args += [("dim", d) for d in P.dims]
@@ -1392,6 +1456,15 @@ class WarpSpecializedLowering(Lowering):
         # TMA needs 16-byte aligned outer strides: a stride-0 broadcast or an odd stride gets a copy
         # (inputs only: a tensor written through TMA, by a reduce or by option tma_store, is refused)
         for a in low.args:
+            if a[0] == "tma_vec":  # a vector's rows padded to 16 bytes where they are not (a per-call copy)
+                t = tensors[a[2].name]
+                if t.stride(-1) != 1 or t.data_ptr() % 16 or any((st * 4) % 16 for st in t.stride()[:-1]):
+                    n = t.shape[-1]
+                    padded = t.new_zeros(*t.shape[:-1], -(-n // 4) * 4)[..., :n]
+                    padded.copy_(t)
+                    tensors[a[2].name] = padded
+                    copies.append(padded)
+                continue
             if a[0] != "tma":
                 continue
             t = tensors[a[2].name]
@@ -1440,6 +1513,16 @@ class WarpSpecializedLowering(Lowering):
                     if dims[i] == 1:
                         strides[i] = big
                 argv.append(runtime.tensor_map(t, box, 128, dims=dims, strides=strides))
+            elif a[0] == "tma_vec":  # one unswizzled box along the last axis
+                _, m, P, rows = a
+                t = tensors[P.name]
+                dims = list(reversed(t.shape)) + [1] * (4 - t.dim())
+                strides = list(reversed(t.stride())) + [0] * (4 - t.dim())
+                big = max([int(st) * int(n) for st, n in zip(t.stride(), t.shape)] + [4])
+                for i in range(1, 4):
+                    if dims[i] == 1:
+                        strides[i] = (big + 3) // 4 * 4
+                argv.append(runtime.tensor_map(t, [rows, 1, 1, 1], 0, dims=dims, strides=strides))
             elif a[0] == "ptr":
                 argv.append(runtime.arg_ptr(tensors[a[1].name]))
             elif a[0] == "dim":

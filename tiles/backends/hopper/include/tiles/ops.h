@@ -397,6 +397,13 @@ template <typename U, int C> __device__ __forceinline__ void load(cv<C>& v, cons
   }
 }
 
+// The same window from shared memory, where TMA put it (sv): lane l takes columns l, l + 32, ...
+template <int C> __device__ __forceinline__ void load(cv<C>& v, const sv<C>& src) {
+  const int l = arch::lane_id();
+#pragma unroll
+  for (int i = 0; i < v.per_lane; ++i) v.v[i] = 32 * i + l < C ? src.data[32 * i + l] : 0.f;
+}
+
 // ================================================================ global memory (bounded)
 // dst[row0 + r, col0 + c] = src[r, c] for row0 + r < nrows and col0 + c < ncols; converts to U.
 // Pairs go out as one 4- or 8-byte store when the row stride keeps them aligned.

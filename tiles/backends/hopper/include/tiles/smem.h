@@ -57,6 +57,16 @@ template <typename T, int R, int C, int SW = 128> struct alignas(1024) st {
   __device__ u32 addr() const { return arch::smem_addr(data); }
 };
 
+// sv<C>: a window of C floats in shared memory, one TMA box of a vector (the backward's LSE and Delta
+// of a query block), loaded into a ring stage beside the stage's tiles. 128-byte aligned: TMA's
+// destination alignment for an unswizzled box.
+template <int C> struct alignas(128) sv {
+  static constexpr int cols = C, bytes = C * 4;
+  static_assert(bytes % 16 == 0, "a TMA box's inner extent is a multiple of 16 bytes");
+  float data[C];
+  __device__ u32 addr() const { return arch::smem_addr(data); }
+};
+
 // The 14-bit descriptor fields hold byte quantities >> 4.
 __device__ __forceinline__ u64 desc_field(u32 bytes) { return u64((bytes & 0x3FFFF) >> 4); }
 

@@ -71,6 +71,13 @@ __device__ __forceinline__ void load_async_4d(st<T, R, C, SW>& dst, const tma_ma
   for (int j = 0; j < ST::chunks; ++j)
     arch::tma_load_4d(dst.addr() + j * ST::chunk_bytes, &map, bar.addr(), col + j * ST::chunk_cols, c1, c2, c3);
 }
+// A vector's window (sv) of a rank-4 view, its elements along the innermost axis: one unswizzled box.
+// Elements past the tensor read as zero and count toward the barrier's bytes, as a tile's do.
+template <int C>
+__device__ __forceinline__ void load_async_4d(sv<C>& dst, const tma_map& map, barrier& bar, int col, int c1, int c2,
+                                              int c3) {
+  arch::tma_load_4d(dst.addr(), &map, bar.addr(), col, c1, c2, c3);
+}
 // Shared → global; out-of-bounds elements are dropped. The caller fences (arch::fence_proxy_async)
 // after writing `src` with ordinary stores, then commits and waits with arch::tma_store_*.
 template <typename T, int R, int C, int SW>
