@@ -243,7 +243,8 @@ def fused(seqs="1024,4096,16384"):
                        ("uni_ds1_nopf", {"uniform_warpgroup": True, "prefetch": False, "ds_stages": 1}),
                        ("nsm", {"stmatrix": False}),
                        # session 22: LSE and Delta into the ring stages by the producer's TMA
-                       ("vt", {"vec_tma": True}), ("vt_s2", {"vec_tma": True, "stages": 2})):
+                       ("vt", {"vec_tma": True}), ("novt", {"vec_tma": False}),
+                       ("vt_rot", {"vec_tma": True, "rotate": True})):
         modes["fused_" + name] = (True, {**schedules, ("attention_bwd_fused", 128): {**fdef, **over}})
     D = int(os.environ.get("FUSED_D", 128))
     if D == 64:  # session 19: dQ as each warpgroup's share of the sum over its keys (split_k)
@@ -262,7 +263,8 @@ def fused(seqs="1024,4096,16384"):
         keep = set(os.environ["FUSED_MODES"].split(",")) | {"split"}
         modes = {n: m for n, m in modes.items() if n in keep}
     for causal in (False, True):
-        for S, H, Hkv in [(int(x), 2048 // D, 2048 // D) for x in seqs.split(",")] + [(4096, 64, 8)] * (D == 128):
+        gqa = [(4096, 64, 8)] * (D == 128 and os.environ.get("FUSED_GQA", "1") == "1")
+        for S, H, Hkv in [(int(x), 2048 // D, 2048 // D) for x in seqs.split(",")] + gqa:
             B = 16384 // S
             g = torch.Generator(device="cuda").manual_seed(0)
             q, do = (torch.randn(B, S, H, D, device="cuda", generator=g).bfloat16() for _ in range(2))
@@ -305,7 +307,7 @@ FOLD = {"base": {}, "nofold": {"fold": False}, "noearly": {"early_release": Fals
         # session 19: 16-bit outputs through a staging tile per warpgroup and a TMA store
         "tma": {"tma_store": True},
         # session 22: the loop's LSE and Delta into each ring stage by the producer's TMA
-        "vt": {"vec_tma": True}}
+        "vt": {"vec_tma": True}, "novt": {"vec_tma": False}}
 
 
 def schedule(seqs="512,1024,4096,16384", only=None, dims=(128, 64), kernels=("fwd", "dq", "dkdv")):
@@ -350,7 +352,7 @@ def schedule(seqs="512,1024,4096,16384", only=None, dims=(128, 64), kernels=("fw
                     if kname == "attention_bwd_dkdv":  # reads its one-shot K, V across the query-head loop
                         variants = {n: FOLD[n] for n in ("base", "nofold", "nocont", "nowindow", "nouniform", "pp", "nopp",
                                                          "fold", "uniform", "s2", "s3", "nopf", "tested", "whole", "peel",
-                                                         "wd2", "wd4", "wd0", "vt")}
+                                                         "wd2", "wd4", "wd0", "vt", "novt")}
                     if only:
                         variants = {n: v for n, v in variants.items() if n in only}
                     if not causal:  # the L2 windows are a causal walk's

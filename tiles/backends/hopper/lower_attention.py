@@ -1399,21 +1399,21 @@ class WarpSpecializedLowering(Lowering):
                  # 2 % faster at 11 of 12 shapes, in two runs (session 15). dQ through a TMA store: 1.003-1.066x
                  # at all 8 shapes (S = 512-16k, causal and not; session 19)
                  ("attention_bwd_dkdv", 64): {"pingpong": True, "fold": False, "whole_tile_stores": True,
-                                              "peel": True},
+                                              "peel": True, "vec_tma": True},
                  # the rotated loop's first iteration peeled: dK/dV at D = 64 1.03 / 1.09 / 1.14x at
                  # S = 512 / 2k / 16k non-causal, 1.00-1.01x causal (session 16); the forward and dQ
                  # within -6 to +3 %, dK/dV at D = 128 0.77-0.91x (ptxas serializes its wgmmas)
                  # dK and dV stored without a test a pair where the tile is whole: faster at 15 of 16
                  # shapes, by up to 6 % (session 16); the forward was up to 4 % slower with it and dQ
                  # -3 to +2 %, so off there
-                 ("attention_bwd_dkdv", 128): {"whole_tile_stores": True},
+                 ("attention_bwd_dkdv", 128): {"whole_tile_stores": True, "vec_tma": True},
                  # dK, dV (128 registers) + the dQ block: the persistent loop's own registers make
                  # ptxas spill (144 bytes); one CTA per program does not. Not rotated: dK's wgmma is
                  # issued right after dQ's and runs while dQ is staged for its reduce. The warpgroup
                  # index through a shuffle: 5-13 % faster (session 16; it spilled before the reducer
                  # warp took the reduce out of the consumers)
                  ("attention_bwd_fused", 128): {"persistent": False, "rotate": False, "uniform_warpgroup": True,
-                                                "whole_tile_stores": True},
+                                                "whole_tile_stores": True, "vec_tma": True},
                  # dQ summed by warpgroup (split_k), persistent: 1.03-1.07x the split backward through
                  # autograd, where one CTA a program ran 0.78-0.87x (ptxas rematerialized the loop's
                  # shuffle lanes: 740 instructions a block against 585; session 20). Not rotated (dK's
