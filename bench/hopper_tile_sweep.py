@@ -256,7 +256,8 @@ def fused(seqs="1024,4096,16384"):
                            ("fused_pp_rot_peel", {"pingpong": True, "rotate": True, "peel": True}),
                            ("fused_ds1", {"ds_stages": 1}), ("fused_rot_ds1", {"rotate": True, "ds_stages": 1}),
                            ("fused_nsm", {"stmatrix": False}),  # session 21: dS a pair a st.shared
-                           ("fused_vt", {"vec_tma": True}),  # session 22: LSE and Delta by TMA
+                           ("fused_vt", {"vec_tma": True}),  # session 22: LSE and Delta by TMA (launched:
+                           ("fused_novt", {"vec_tma": False}),  # non-causal only)
                            ("fused_vt_rot", {"vec_tma": True, "rotate": True})):
             modes[name] = (True, {**schedules, key: {**base, **over}})
     if os.environ.get("FUSED_MODES"):  # a subset, by name (split always)

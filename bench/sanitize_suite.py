@@ -4,7 +4,8 @@ compute-sanitizer (memcheck, racecheck, synccheck, initcheck) runs over.
     compute-sanitizer --tool memcheck --report-api-errors no python3 bench/sanitize_suite.py [--only attention]
 
 `--only fused` runs the backward through attention_bwd_fused (dQ added by the reducer warp's TMA
-reduces), D = 64 and 128, causal and not, with GQA and tails. `--only attention` runs the attention
+reduces), D = 64 and 128, causal and not, with GQA and tails, then the split backward at the small
+shapes. `--only attention` runs the attention
 workloads alone, with one more whose grids hold more programs than the GPU has SMs, so that persistent CTAs walk
 several (the causal pairs, the turns that run on across programs, Q released in a program's last
 iteration). `--only gemm_fp8` runs the fp8 GEMM with
@@ -29,16 +30,25 @@ if only not in (None, "attention", "gemm_fp8", "fused"):
 if only == "fused":  # FUSED_OPTIONS=a,b turns those schedule options on for it
     from fused_options import use_fused
 
+    from tiles.backends.hopper.backend import HopperBackend
+
+    def backward(shapes):
+        for B, (Sq, Sk), (H, Hkv), causal in shapes:
+            for D in (128, 64):
+                q = torch.randn(B, Sq, H, D, device=dev, dtype=torch.bfloat16, requires_grad=True)
+                k = torch.randn(B, Sk, Hkv, D, device=dev, dtype=torch.bfloat16, requires_grad=True)
+                tiles.attention(q, k, k, causal=causal, backend=be.name).float().sum().backward()
+
     use_fused()
-    # the last: 256 programs at D = 64 (8 key blocks x 8 heads x 4), more than the SMs, for a persistent walk
-    for B, (Sq, Sk), (H, Hkv), causal in ((1, (300, 190), (4, 2), True), (1, (200, 333), (4, 2), False),
-                                          (1, (700, 700), (4, 2), True), (4, (1000, 1000), (16, 8), False)):
-        for D in (128, 64):
-            q = torch.randn(B, Sq, H, D, device=dev, dtype=torch.bfloat16, requires_grad=True)
-            k = torch.randn(B, Sk, Hkv, D, device=dev, dtype=torch.bfloat16, requires_grad=True)
-            tiles.attention(q, k, k, causal=causal, backend=be.name).float().sum().backward()
+    # the last: 256 programs at D = 64 (8 key blocks x 8 heads x 4), more than the SMs, for a persistent
+    # walk; 301 queries: LSE and Delta rows not 16-byte aligned (vec_tma's padded copies)
+    small = ((1, (300, 190), (4, 2), True), (1, (200, 333), (4, 2), False), (1, (301, 301), (2, 1), False))
+    backward(small + ((1, (700, 700), (4, 2), True), (4, (1000, 1000), (16, 8), False)))
+    # and the split kernels (dK/dV takes its vectors by TMA too, session 22)
+    HopperBackend.FUSED_BACKWARD, HopperBackend.FUSED_BACKWARD_D = False, {}
+    backward(small)
     torch.cuda.synchronize()
-    print("sanitize_suite: ran attention_bwd_fused")
+    print("sanitize_suite: ran attention_bwd_fused and the split backward")
     sys.exit(0)
 only_attention = only == "attention"
 if only == "gemm_fp8":

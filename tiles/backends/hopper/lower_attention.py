@@ -1566,13 +1566,19 @@ class WarpSpecializedLowering(Lowering):
         non-causal at S = 512 / 1k, 1.080 / 1.044x causal, 0.98-1.00x from 4k. At D = 128 its staging
         tiles cost the forward a ring stage: 0.70-0.92x, but 1.046x causal at S = 512, where a program
         runs at most four key blocks (session 19). Only where every 16-bit tensor suits TMA (16-byte
-        aligned base and outer strides, unit inner stride)."""
+        aligned base and outer strides, unit inner stride). The D = 64 fused backward takes its
+        vectors by TMA (vec_tma) non-causal only."""
         import torch
         opts = dict(cls.SCHEDULES.get((kernel, D)) or {})
         Sq = tensors[0].shape[1] if tensors and isinstance(tensors[0], torch.Tensor) else None
         short = Sq is not None and (D == 64 and Sq <= 1024 or D == 128 and causal and Sq <= 512)
         if kernel == "attention_fwd" and short:
             opts["tma_store"] = True
+        if kernel == "attention_bwd_fused" and D == 64 and "vec_tma" not in opts:
+            # LSE and Delta by the producer's TMA: 1.00-1.05x non-causal at S = 512-16k through
+            # autograd, 1.03x / 1.05x the kernel alone at 4k / 16k; causal 0.92-1.04x, 0.97x alone at
+            # 16k, in two calls each (session 22)
+            opts["vec_tma"] = not causal
         if opts.get("tma_store") and not all(_tma_ready(t) for t in tensors if isinstance(t, torch.Tensor)
                                              and t.element_size() == 2):
             del opts["tma_store"]  # stored from registers, which takes any strides
