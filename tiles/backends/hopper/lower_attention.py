@@ -56,7 +56,9 @@ The schedule (templates/attention.cu.j2) comes from the kernel's overlap pattern
   stores that many pairs of a row at once, after the lanes of a quad swap them (ops.h store_wide; 0:
   a pair a store); `peel` (on for dK/dV at D = 64) emits the rotated loop's first iteration on its own;
   `stmatrix` (on) stores 16-bit register tiles to shared memory (the fused backward's dS) four pairs
-  an instruction (ops.h `store`; off: a pair a st.shared).
+  an instruction (ops.h `store`; off: a pair a st.shared); `vec_tma` (on for the backward's dK/dV and
+  fused kernels, SCHEDULES / schedule) brings the loop's column vectors (LSE, Delta) into each ring
+  stage by the producer thread's TMA instead of every consumer thread's global loads (plan_vec_tma).
   bench/hopper_notes.md has the measurements behind each default.
 
 Scalars (program ids, sizes, strides, loop bounds, mask offsets) are the IR's own expressions rendered
@@ -1406,12 +1408,15 @@ class WarpSpecializedLowering(Lowering):
                  # dK and dV stored without a test a pair where the tile is whole: faster at 15 of 16
                  # shapes, by up to 6 % (session 16); the forward was up to 4 % slower with it and dQ
                  # -3 to +2 %, so off there
+                 # LSE and Delta by the producer's TMA (vec_tma): dK/dV 1.06-1.09x at D = 128 and
+                 # 0.98-1.09x at D = 64 (S = 1k-16k, causal and not; session 22)
                  ("attention_bwd_dkdv", 128): {"whole_tile_stores": True, "vec_tma": True},
                  # dK, dV (128 registers) + the dQ block: the persistent loop's own registers make
                  # ptxas spill (144 bytes); one CTA per program does not. Not rotated: dK's wgmma is
                  # issued right after dQ's and runs while dQ is staged for its reduce. The warpgroup
                  # index through a shuffle: 5-13 % faster (session 16; it spilled before the reducer
-                 # warp took the reduce out of the consumers)
+                 # warp took the reduce out of the consumers). LSE and Delta by TMA: 1.02-1.14x over
+                 # loading them through autograd (session 22; launched from 8k non-causal: FUSED_BACKWARD_D)
                  ("attention_bwd_fused", 128): {"persistent": False, "rotate": False, "uniform_warpgroup": True,
                                                 "whole_tile_stores": True, "vec_tma": True},
                  # dQ summed by warpgroup (split_k), persistent: 1.03-1.07x the split backward through
