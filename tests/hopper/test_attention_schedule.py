@@ -606,7 +606,7 @@ def test_fused_backward_stores_ds_by_stmatrix(tmp_path):
 def test_backward_runs_fused_at_d64_only(monkeypatch):
     """tiles.attention's backward takes attention_bwd_fused at the head dims of FUSED_BACKWARD_D (64,
     from 512 queries, causal from 1k: faster than the split kernels there, sessions 20 and 21; 128
-    non-causal from 8k, session 22) where
+    non-causal from 8k, causal from 16k, session 22) where
     its key-block programs fill the GPU twice, at both head dims with FUSED_BACKWARD, else the split
     kernels; direct launches (no problem given) lower it at both."""
     from tiles.backends.hopper.backend import HopperBackend
@@ -621,7 +621,8 @@ def test_backward_runs_fused_at_d64_only(monkeypatch):
     assert not be.supports("attention_bwd_fused", D=128, **problem)  # 4k queries: the split kernels
     long = {**problem, "Sq": 8192, "Sk": 8192, "B": 2, "Hkv": 16}  # D = 128 non-causal from 8k (session 22)
     assert be.supports("attention_bwd_fused", D=128, **long)
-    assert not be.supports("attention_bwd_fused", D=128, **{**long, "causal": True})
+    assert not be.supports("attention_bwd_fused", D=128, **{**long, "causal": True})  # causal from 16k
+    assert be.supports("attention_bwd_fused", D=128, **{**long, "causal": True, "Sq": 16384, "Sk": 16384, "B": 1})
     assert be.supports("attention_bwd_fused") and not be.supports("attention_bwd_fused", D=96, **problem)
     # not measured, so the split kernels: short queries; too few key-block programs to fill the GPU
     assert not be.supports("attention_bwd_fused", D=64, **{**problem, "Sq": 256, "Sk": 256, "B": 64})

@@ -70,8 +70,9 @@ class HopperBackend(Backend):
     # FUSED_BACKWARD_D = {} gives the split kernels back.
     # At D = 128, with LSE and Delta loaded by TMA (vec_tma, session 22), the fused kernel runs at
     # 0.95-1.02x the split backward (whose dK/dV kernel gained the same): 1.012-1.020x non-causal at
-    # 8k and 16k queries in two calls, 0.95-1.00x at 1k-4k, 0.97-1.05x causal at 8k-16k.
-    FUSED_BACKWARD_D = {(64, False): 512, (64, True): 1024, (128, False): 8192}
+    # 8k and 16k queries in two calls, 0.95-1.00x at 1k-4k; causal 0.97x at 8k, 0.995-1.051x at 16k
+    # (four runs, 1.025x on average).
+    FUSED_BACKWARD_D = {(64, False): 512, (64, True): 1024, (128, False): 8192, (128, True): 16384}
     # ... and only where its programs (a key block of 128 and a KV head each) fill the GPU twice over:
     # the split backward's dQ kernel spreads over the query blocks, the fused one does dQ's work in the
     # key blocks' programs (few keys, as in cross-attention to a short context; not measured)
