@@ -2,7 +2,7 @@
 # Session 22, the calls after the closing one (run as three commands, kept here as one): the D = 128
 # fused kernel over the split backward at 16k queries, twice (does it pay causal there?); after
 # FUSED_BACKWARD_D took it at 16k causal (9c5923f), the attention GPU tests and the standard suite
-# twice (s, t).
+# twice (s, t). The sweep ran on f2b9e26's tree (the same kernels; it sets the routing itself).
 #   TILES_COMMIT=<commit> sh bench/device_session22d.sh
 DEVICE_PYTHONPATH=tests/hopper:tests/portability:bench
 . bench/device_env.sh
