@@ -18,7 +18,8 @@ one change (those marked * compute no attention; everything else is the kernel a
   grid0) mod NQ, so that the CTAs running at once add into different dQ rows (non-causal only;
   exact: only the order of dQacc's additions changes).
 `dkdv` is the split backward's dK/dV kernel alone (its dQ then the split's, from the call before).
-The kernels alone (no preparation, no dQacc zeroing or conversion), timed interleaved
+The kernels alone (no preparation, no dQacc zeroing; since session 23 each query block's last adder
+writes dQ, and the fused variants' launches zero the 2 MB of arrival counters first), timed interleaved
 (hopper_gemm_tiles.timed: 20 launches behind a sleep, medians), at B·S = 16k tokens, H·D = 2048;
 cuDNN through autograd (its whole backward). Each variant's dQ, dK and dV checked against the split
 kernels' where it computes them.
@@ -112,7 +113,8 @@ def main():
             lse = torch.randn(B, H, S, device="cuda", generator=g) * 0.1 + 9.0  # rows' log-sum-exp about 9
             delta = torch.randn(B, H, S, device="cuda", generator=g) * 0.1
             outs = dict(dk=torch.empty_like(k), dv=torch.empty_like(v), dq=torch.empty_like(q),
-                        acc=torch.zeros(B, S, H, D, device="cuda"))
+                        acc=torch.zeros(B, S, H, D, device="cuda"),
+                        arr=torch.zeros(B, H, S, device="cuda", dtype=torch.int32))
             sets.append(((q, k, v, do, lse, delta), outs))
         fns, check = {}, {}
         for name in ("split", "dkdv", "fused", "persist", "noreduce", "nodq", "persist_nodq", "shift", "persist_shift",
@@ -130,12 +132,15 @@ def main():
                                   **W.config("attention_bwd_dq", D=D))
                     gos.append(lambda a=a, b=b, both=name == "split": (a(), b()) if both else a())
                 else:
-                    args = (q, k, v, do, lse, delta, o["dk"], o["dv"], o["acc"], D ** -0.5)
+                    args = (q, k, v, do, lse, delta, o["dk"], o["dv"], o["acc"], o["dq"], o["arr"], D ** -0.5)
                     edit = name.replace("persist_", "") if name not in ("fused", "persist") else None
-                    gos.append(fused(args, causal, persistent=name.startswith("persist"), edit=edit))
+                    go = fused(args, causal, persistent=name.startswith("persist"), edit=edit)
+                    # the counters zeroed each launch (a 2 MB fill), so that each launch's last adders write dQ
+                    gos.append(lambda go=go, arr=o["arr"]: (arr.zero_(), go()))
             # outputs of one launch on set 0, against the split kernels'
             o = sets[0][1]
             o["acc"].zero_()
+            o["arr"].zero_()
             gos[0]()
             torch.cuda.synchronize()
             check[name] = {t: o[t].float().clone() for t in ("dk", "dv")}

@@ -93,11 +93,17 @@ def _attention_bwd_impl(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: t
         # d lse / d scores = P, so a gradient on the LSE joins softmax's row term: dS = P ∘ (dP − (Δ − dlse)).
         delta -= dlse.to(torch.float32)
     if backends.get(backend).supports("attention_bwd_fused", **problem):
-        # dQ in the dK/dV pass, added up in f32 across key blocks (5 GEMMs a block instead of 7)
-        dq_acc = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
-        _launch(backend, attention_bwd_fused, problem, q, k, v, do, lse, delta, dk, dv, dq_acc, scale,
-                causal=causal, D=D)
-        return dq.copy_(dq_acc), dk, dv
+        # dQ in the dK/dV pass, added up in f32 across key blocks (5 GEMMs a block instead of 7); the
+        # last key block to add into a query block writes it rounded, counted in `arrivals` (zeroed
+        # with the sums, one fill for both)
+        n = q.numel()
+        work = torch.zeros(n + B * H * Sq, dtype=torch.float32, device=q.device)
+        dq_acc, arrivals = work[:n].view(q.shape), work[n:].view(torch.int32).view(B, H, Sq)
+        if causal and Sq > k.shape[1]:
+            dq[:, :Sq - k.shape[1]].zero_()  # rows that see no key lie in blocks no key block visits
+        _launch(backend, attention_bwd_fused, problem, q, k, v, do, lse, delta, dk, dv, dq_acc, dq, arrivals,
+                scale, causal=causal, D=D)
+        return dq, dk, dv
     _launch(backend, attention_bwd_dkdv, problem, q, k, v, do, lse, delta, dk, dv, scale, causal=causal, D=D)
     _launch(backend, attention_bwd_dq, problem, q, k, v, do, lse, delta, dq, scale, causal=causal, D=D)
     return dq, dk, dv

@@ -11,6 +11,7 @@ import sys
 import pytest
 import torch
 
+from tiles.core.lowering import LoweringError
 from tiles.backends.hopper.lower_attention import WarpSpecializedLowering
 from tiles.kernels import attention_fwd
 
@@ -233,8 +234,10 @@ def test_tree_max_gives_the_same_bits_on_the_gpu(D):
 def test_fused_backward_after_flashattention3():
     """attention_bwd_fused (session 16): dS in two copies with one barrier a block, and dQ's TMA reduce
     issued by warp 1 of the producer warpgroup, which meets each consumer warpgroup on two named
-    barriers (4 + 2w empty, 5 + 2w full). Options ds_stages=1 and reducer=False give the session-12
-    form back."""
+    barriers (4 + 2w empty, 5 + 2w full); once a block's reduces have completed, the reducer counts the
+    CTA's arrival and the last arrival writes the block of dQ (session 23). Option ds_stages=1 gives
+    session 12's one copy of dS back; reducer=False (a consumer thread issues the reduces) is refused
+    now that the reducer writes dQ."""
     low = _lower(D=128, causal=True, kernel="fused", launched=True)
     src = low.source
     body = src.split("consumers: everything else")[1]
@@ -248,15 +251,20 @@ def test_fused_backward_after_flashattention3():
     assert "for (int w = 0; w < CONSUMERS; ++w) arch::bar_arrive(4 + 2 * w, 128 + 32);" in red  # start empty, once
     assert "arch::bar_sync(5 + 2 * w, 128 + 32);" in red and "reduce_add_async(&map_dQacc, S.dq_red[w], 0 + w * WG_ROWS" in red
     assert red.index("arch::tma_store_wait_read<0>();") < red.rindex("arch::bar_arrive(4 + 2 * w, 128 + 32);")
+    # after both warpgroups' reduces: their writes completed, then the arrival, then (last) dQ
+    done = red.index("arch::tma_store_wait<0>();  // the window's reduces are done")
+    assert red.rindex("arch::bar_arrive(4 + 2 * w, 128 + 32);") < done < red.index("if (arrive_last(Arrivals + ")
+    assert red.index("if (arrive_last(") < red.index("finish_sum<64, 128>(dQacc + ") < red.index("dQ + pid2 * arch::opaque(dQ_stride0)")
     # every hand-over is answered: the consumers' last wait, after the walk over the programs, meets the
     # reducer's last hand-back
     assert body.rstrip().endswith("    }\n    arch::bar_sync(4 + 2 * cw, 128 + 32);  // the reducer has read the last "
                                   "staging tile\n  }\n}")
     old = _lower(D=128, causal=True, kernel="fused", launched=True,
-                 options={**WarpSpecializedLowering.SCHEDULES[("attention_bwd_fused", 128)], "ds_stages": 1,
-                          "reducer": False}).source
+                 options={**WarpSpecializedLowering.SCHEDULES[("attention_bwd_fused", 128)], "ds_stages": 1}).source
     assert "dss[2]" not in old and old.count("arch::bar_sync(3, CONSUMERS * 128);") == 2
-    assert "reducer:" not in old and "reduce_add_async(&map_dQacc, S.dq_red[cw]" in old
+    with pytest.raises(LoweringError, match=r"store_add\(final=...\): the last arrival's write is made by the reducer"):
+        _lower(D=128, causal=True, kernel="fused", launched=True,
+               options={**WarpSpecializedLowering.SCHEDULES[("attention_bwd_fused", 128)], "reducer": False})
     with pytest.raises(Exception, match="ds_stages=3"):
         _lower(D=128, causal=True, kernel="fused", launched=True, options={"ds_stages": 3})
 
@@ -753,3 +761,35 @@ def test_vectors_by_tma_where_measured_faster():
             assert on("attention_bwd_dkdv", D, causal)
             assert on("attention_bwd_fused", D, causal) == (D == 128 or not causal)
             assert not on("attention_bwd_dq", D, causal) and not on("attention_fwd", D, causal)
+
+
+@pytest.mark.parametrize("D", [64, 128])
+def test_last_adder_writes_the_whole_sum_on_the_gpu(D):
+    """The fused backward's dQ (session 23): each query block's last adder reads the block's f32 sum
+    after every other adder's arrival, so dQ is exactly that sum rounded, never a sum still missing
+    a key block's share. Checked bitwise against dQacc after the launch, five launches each, with 32
+    key blocks adding into every query block (4096 keys), causal and not, GQA, a query tail; and the
+    arrival counters against the key blocks that visit each query block."""
+    needs.hopper_gpu()
+    from tiles.kernels import attention_bwd_fused
+
+    W = WarpSpecializedLowering
+    B, Sq, Sk, H, Hkv = 1, 4000, 4096, 4, 2
+    g = torch.Generator(device="cuda").manual_seed(D)
+    q, do = (torch.randn(B, Sq, H, D, device="cuda", generator=g).bfloat16() for _ in range(2))
+    k, v = (torch.randn(B, Sk, Hkv, D, device="cuda", generator=g).bfloat16() for _ in range(2))
+    lse = torch.randn(B, H, Sq, device="cuda", generator=g) * 0.1 + 9.0
+    delta = torch.randn(B, H, Sq, device="cuda", generator=g) * 0.1
+    cfg = W.config("attention_bwd_fused", D=D)
+    BM, BN = cfg.get("BM", 64), cfg.get("BN", 128)
+    for causal in (False, True):
+        for _ in range(5):
+            dk, dv, dq = torch.empty_like(k), torch.empty_like(v), torch.full_like(q, math.nan)
+            acc, arrivals = torch.zeros(B, Sq, H, D, device="cuda"), torch.zeros(B, H, Sq, device="cuda", dtype=torch.int32)
+            W.prepare(attention_bwd_fused, q, k, v, do, lse, delta, dk, dv, acc, dq, arrivals, D ** -0.5,
+                      causal=causal, D=D, options=W.schedule("attention_bwd_fused", D, (q,), causal), **cfg)()
+            torch.cuda.synchronize()
+            visits = torch.tensor([min(-(-Sk // BN), max(0, -(-(r0 + BM + Sk - Sq) // BN))) if causal else -(-Sk // BN)
+                                   for r0 in range(0, Sq, BM)], device="cuda", dtype=torch.int32)
+            assert torch.equal(arrivals[..., ::BM], visits.expand(B, H, -1)), causal
+            assert torch.isfinite(acc).all() and torch.equal(dq, acc.bfloat16()), causal

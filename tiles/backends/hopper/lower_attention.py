@@ -78,7 +78,7 @@ from tiles.core.patterns import Interleave, PingPong, ProducerConsumer
 from . import gemm_probe, runtime
 
 ARCH = runtime.ARCH
-CTYPE = {"bf16": "bf16", "f16": "f16", "f32": "float"}
+CTYPE = {"bf16": "bf16", "f16": "f16", "f32": "float", "i32": "int"}
 SMEM_LIMIT = gemm_probe.SMEM_LIMIT
 RESERVED = {"S", "pos", "cw", "wg_row0", "held", "pid0", "pid1", "pid2", "smem_raw", "alloc", "map", "min", "max",
             "prog", "it", "programs", "grid0", "grid1", "grid2", "release", "heads", "window", "w0", "in_w",
@@ -307,7 +307,7 @@ class WarpSpecializedLowering(Lowering):
         self.reduces: Dict[int, str] = {}
         for o in [n for n in k.walk() if isinstance(n, ir.Op) and n.name == "store_add"
                   and (n.ins[0] in self.flipped or n.ins[0] in self.split_k)]:
-            t, view = o.ins
+            t, view = o.ins[:2]
             P = view.param
             if P.rank > 4 or view.rank != 2 or view.kept[1] != P.rank - 1:
                 self._fail(f"store_add to {view.text()}: TMA adds 2-D windows whose columns are the last axis", o)
@@ -584,7 +584,10 @@ class WarpSpecializedLowering(Lowering):
             return (f"fill_where({v(n.outs[0])}, {v(n.ins[0])}, [](float x) {{ return x {a['cmp']} "
                     f"{self.fexpr(a['rhs'])}; }}, {self.fexpr(a['value'])});")
         if name == "store_add":
-            t, view = n.ins
+            t, view = n.ins[:2]
+            if len(n.ins) == 4:
+                self._fail("store_add(final=...): the last arrival's write is lowered for a TMA reduce by the "
+                           "reducer warp (a tile held transposed or summed by warpgroup, option reducer on)", n)
             P = view.param
             r, c = view.kept
             if view.rank != 2 or c != P.rank - 1:
@@ -798,10 +801,12 @@ class WarpSpecializedLowering(Lowering):
         it into global memory with a TMA reduce (FlashAttention-3's dQ). Named barrier 4 + cw orders
         the warpgroup's threads around the staging tile; the issuing thread waits for the previous
         reduce to have read it."""
-        t, view = n.ins
+        t, view = n.ins[:2]
         lines: List[str] = []
         self.wait_for([t], pending, lines, pad)
         stage = f"S.{self.reduces[id(n)]}[cw]"
+        if len(n.ins) == 4 and not self.reducer:
+            self._fail("store_add(final=...): the last arrival's write is made by the reducer warp (option reducer)", n)
         if self.reducer:
             return lines + [
                 f"{pad}arch::bar_sync(4 + 2 * cw, 128 + 32);  // the reducer has read the staging tile's last contents",
@@ -866,7 +871,7 @@ class WarpSpecializedLowering(Lowering):
                 lines += self.reducer_lines(n.body, depth + 1)
                 lines.append(f"{pad}}}")
             elif isinstance(n, ir.Op) and id(n) in self.reduces:
-                t, view = n.ins
+                t, view = n.ins[:2]
                 c = self.tma_coords(view, n.attrs["row"], n.attrs["col"])
                 if t not in self.split_k:  # warpgroup w's columns; a split-K partial sum covers the box
                     c[0] = f"{c[0]} + w * WG_ROWS"
@@ -882,7 +887,40 @@ class WarpSpecializedLowering(Lowering):
                           f"{pad}  __syncwarp();",
                           f"{pad}  arch::bar_arrive(4 + 2 * w, 128 + 32);  // ... and read: empty",
                           f"{pad}}}"]
+                if len(n.ins) == 4:
+                    lines += self.finish_lines(n, pad)
         return lines
+
+    def finish_lines(self, n: ir.Op, pad: str) -> List[str]:
+        """store_add(final=...) in the reducer warp, after the window's reduces: once they have
+        completed (the staging tiles were handed back at their reads), the arrival is counted, and the
+        last of `expect` CTAs writes the window's sum into final (ops.h finish_sum). The wait for the
+        writes keeps this warp a block behind at most: the consumers need its hand-back only at their
+        next block's store."""
+        t, view, final, arrivals = n.ins
+        P, F, A = view.param, final.param, arrivals.param
+        r, c = view.kept
+        if final.kept != view.kept or F.rank != P.rank:
+            self._fail(f"store_add: final={final.text()} takes the window where {view.text()} has it", n)
+        row, col = self.expr(n.attrs["row"]), self.expr(n.attrs["col"])
+
+        def at(v: ir.View, rows_axis: int, wrap: bool) -> str:  # the window's first element in v's tensor
+            def st(a):
+                return f"arch::opaque({self.sym_name(v.param.strides[a])})" if wrap else self.sym_name(v.param.strides[a])
+            terms = [f"{self.expr(ix) if isinstance(ir.as_expr(ix), (ir.Sym, ir.Const)) else f'({self.expr(ix)})'} * {st(a)}"
+                     for a, ix in enumerate(v.index) if ix is not None]
+            terms.append(f"({row}) * {st(rows_axis)}")
+            return " + ".join([v.param.name] + terms + ([] if col == "0" or rows_axis == v.param.rank - 1 else [col]))
+        cols = self.sym_name(P.dims[c]) + ("" if col == "0" else f" - ({col})")
+        return [f"{pad}// ... and the last of its adders writes {final.text()}",
+                f"{pad}if (arch::lane_id() == 0) arch::tma_store_wait<0>();  // the window's reduces are done",
+                f"{pad}__syncwarp();",
+                f"{pad}if (arrive_last({at(arrivals, arrivals.kept[0], True)}, {self.expr(n.attrs['expect'])}))",
+                f"{pad}  // the strides through opaque(): hoisted out of the loops, the window's 64-bit offsets",
+                f"{pad}  // would hold registers the producer warpgroup does not have",
+                f"{pad}  finish_sum<{t.rows}, {t.cols}>({at(view, r, True)}, {self.sym_name(P.strides[r])},",
+                f"{pad}                   {at(final, r, True)}, {self.sym_name(F.strides[r])},",
+                f"{pad}                   {self.sym_name(P.dims[r])} - ({row}), {cols});"]
 
     def deferred_mma(self, pad: str, pending: List[_Group], which: str, guard: bool = True) -> List[str]:
         """The loop's last mma, issued for the previous iteration (operands in the held stage). The
@@ -1327,7 +1365,8 @@ class WarpSpecializedLowering(Lowering):
             and any(isinstance(x, ir.View) and x.param is P for x in n.ins) for n in k.walk())]
         sig = [f"const __grid_constant__ tma_map {m}" for _, m, _, _ in params]
         for P in ptr_params:
-            const = "" if any(isinstance(n, ir.Op) and n.name in writes and n.ins[1].param is P for n in k.walk()) else "const "
+            const = "" if any(isinstance(n, ir.Op) and n.name in writes and any(x.param is P for x in n.ins[1:])
+                              for n in k.walk()) else "const "
             sig.append(f"{const}{CTYPE[P.dtype.name]}* __restrict__ {P.name}")
         for P in k.params:
             sig += [f"int {self.sym_name(d)}" for d in P.dims]

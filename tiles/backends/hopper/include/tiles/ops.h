@@ -610,6 +610,43 @@ __device__ __forceinline__ void reduce_add_async(const tma_map* map, const st<fl
   for (int j = 0; j < S::chunks; ++j)
     arch::tma_reduce_add_4d(map, src.addr() + j * S::chunk_bytes, c0 + j * S::chunk_cols, c1, c2, c3);
 }
+// The cross-CTA end of a TMA reduce (the attention backward's dQ, without a conversion pass): each of
+// the `expect` CTAs that add into a window of an f32 accumulator counts its arrival once its reduces
+// have completed (tma_store_wait<0>), and the last writes the window's sum, rounded (finish_sum). One
+// whole warp calls both. arrive_last: lane 0 adds the arrival (fence for the TMA's writes, then acquire
+// + release at GPU scope); true in every lane of the last arrival's warp.
+__device__ __forceinline__ bool arrive_last(int* arrivals, int expect) {
+  int last = 0;
+  if (arch::lane_id() == 0) {
+    arch::fence_proxy_async_global();
+    last = arch::atomic_add_acq_rel(arrivals, 1) == expect - 1;
+  }
+  last = arch::shfl(last, 0);
+  arch::warp_sync();  // lane 0's acquire, before every lane's reads
+  return last;
+}
+// out[r, c] = acc[r, c] rounded to U, for the R x C window's rows below nrows and columns below ncols
+// (pairs): a lane takes 4 columns of every (128 / C)-th row and reads them from L2 in one load
+// (ld.global.cg: other CTAs wrote them). acc is 16-byte aligned (it is written through a TMA map).
+// Written for the producer warpgroup's few registers: one row a step, pointers moved by the strides.
+template <int R, int C, typename U>
+__device__ __forceinline__ void finish_sum(const float* acc, long long acc_ld, U* out, long long out_ld, int nrows,
+                                           int ncols) {
+  static_assert(C % 4 == 0 && 128 % C == 0, "a lane reads 4 of a row's floats, a warp whole rows");
+  constexpr int STEP = 128 / C;  // rows a warp covers at once
+  acc_ld = arch::opaque(acc_ld), out_ld = arch::opaque(out_ld);  // the lane's offsets made here, not hoisted
+  const int c = 4 * arch::lane_id() % C, r0 = 4 * arch::lane_id() / C;
+  if (c >= ncols) return;
+  acc += r0 * acc_ld + c;
+  out += r0 * out_ld + c;
+#pragma unroll 1
+  for (int r = r0; r < R && r < nrows; r += STEP, acc += STEP * acc_ld, out += STEP * out_ld) {
+    const float4 x = arch::ld_l2(acc);
+    typename pair_of<U>::type* q = reinterpret_cast<typename pair_of<U>::type*>(out);
+    q[0] = f2_to_pair<U>(make_float2(x.x, x.y));
+    if (c + 2 < ncols) q[1] = f2_to_pair<U>(make_float2(x.z, x.w));
+  }
+}
 // dst[r, c] = src[row0 + r, col0 + c]; elements outside (nrows, ncols) read 0.
 template <typename T, typename U, int R, int C>
 __device__ __forceinline__ void load(rt<T, R, C>& dst, const U* src, long long ld, int nrows, int ncols, int row0, int col0) {
