@@ -59,6 +59,22 @@ _LOADS = ("          load(lse_next, L + pid2 * L_stride0 + (pid1 * (Q_shape2 / K
 _DS_BAR = "          arch::bar_sync(8 + cw, 128);  // this warpgroup's rows of dss are in (only it reads them)\n"
 EDITS["noload"] = [(x, "") for x in _LOADS]
 EDITS["pfmid"] = [(x, "") for x in _LOADS] + [(_DS_BAR, _DS_BAR + "".join(_LOADS))]
+# session 23: the last adder's write of dQ (the reducer waits for its reduces' writes, then counts the
+# CTA's arrival with an acquire-release atomic after a proxy fence). `nowait`: the wait for the writes
+# left out (wrong dQ); `waitonly`: the wait kept, no arrival; `noarrive`*: neither (session 22's kernel,
+# acc right, dQ unwritten); `relaxed`: the arrival a plain atomicAdd, no fence (wrong ordering)
+_DONE = "if (arch::lane_id() == 0) arch::tma_store_wait<0>();  // the window's reduces are done"
+_RELAXED = """
+__device__ __forceinline__ bool arrive_relaxed(int* arrivals, int expect) {
+  int last = 0;
+  if (tiles::arch::lane_id() == 0) last = atomicAdd(arrivals, 1) == expect - 1;
+  return tiles::arch::shfl(last, 0);
+}
+"""
+EDITS["nowait"] = [(_DONE, "")]
+EDITS["waitonly"] = [("if (arrive_last(", "if (false && arrive_last(")]
+EDITS["noarrive"] = EDITS["nowait"] + EDITS["waitonly"]
+EDITS["relaxed"] = [("if (arrive_last(", "if (arrive_relaxed("), ("using namespace tiles;", "using namespace tiles;" + _RELAXED)]
 # BOUNDS=name,name,...: only these variants (split always)
 ONLY = set(filter(None, os.environ.get("BOUNDS", "").split(",")))
 
@@ -69,7 +85,7 @@ def edited(src: str, edit: str) -> str:
         for line in src.splitlines():
             if not line.lstrip().startswith("//"):
                 line = line.replace("(kb + 1) * 64", "KB(kb + 1) * 64").replace("(0) * 64", "KB(0) * 64")
-                line = line.replace(" kb * 64", " KB(kb) * 64")
+                line = line.replace(" kb * 64", " KB(kb) * 64").replace("(kb * 64)", "(KB(kb) * 64)")
             code.append(line)
         src = "\n".join(code)
         if src.count("KB(") < 7:
@@ -104,7 +120,9 @@ def fused(args, causal, persistent=False, edit=None):
 
 def main():
     D, H = 64, 32
-    for causal, S in ((False, 4096), (False, 16384), (True, 16384)):
+    # FB_CASES=0:4096,1:16384: only these (causal:S) cases
+    cases = [(bool(int(c)), int(n)) for c, n in (x.split(":") for x in os.environ.get("FB_CASES", "").split(",") if x)]
+    for causal, S in cases or ((False, 4096), (False, 16384), (True, 16384)):
         B = 16384 // S
         sets = []
         for i in range(3):
@@ -118,7 +136,8 @@ def main():
             sets.append(((q, k, v, do, lse, delta), outs))
         fns, check = {}, {}
         for name in ("split", "dkdv", "fused", "persist", "noreduce", "nodq", "persist_nodq", "shift", "persist_shift",
-                     "persist_nodqscale", "persist_nostsm", "persist_noload", "persist_pfmid", "persist_nopf", "persist_vt"):
+                     "persist_nodqscale", "persist_nostsm", "persist_noload", "persist_pfmid", "persist_nopf", "persist_vt",
+                     "persist_nowait", "persist_waitonly", "persist_noarrive", "persist_relaxed"):
             if causal and "shift" in name or ONLY and name not in ONLY | {"split"}:
                 continue
             gos = []
