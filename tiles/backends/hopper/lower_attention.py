@@ -315,6 +315,11 @@ class WarpSpecializedLowering(Lowering):
                 self._fail(f"store_add of {t.name}: a TMA box takes a multiple of 8 rows, at most 256; got {t.rows}", o)
             self._write_map(o, t.rows, f"store_add to {P.name}, which the kernel also loads")
             self.reduces[id(o)] = f"{t.name}_red"
+        # store_add(final=...): the last adder's window goes through a shared buffer (ops.h finish_buf)
+        self.finishes = {id(o): f"{o.ins[2].param.name}_fin" for o in k.walk()
+                         if isinstance(o, ir.Op) and id(o) in self.reduces and len(o.ins) == 4}
+        fin_bytes = sum(o.ins[0].rows * o.ins[0].cols * 4 + 32 for o in k.walk()
+                        if isinstance(o, ir.Op) and id(o) in self.finishes)
         red_bytes = sum(self.consumers * o.ins[0].rows * self._staged_cols(o.ins[0]) * 4 for o in k.walk()
                         if isinstance(o, ir.Op) and id(o) in self.reduces)
         # option tma_store: a 16-bit register tile stored to global memory outside the pipelined loop
@@ -355,7 +360,7 @@ class WarpSpecializedLowering(Lowering):
             # rounded to the struct's 1 KB alignment + 1 KB of slack to align the window's start
             return (sum(t.numel * 2 * (stages if t in self.ring else self.ds_stages if t in self.written else 1)
                         for t in k.tiles if t.kind == "shared") + red_bytes + out_bytes
-                    + -(-(vec_bytes * stages + 256) // 1024) * 1024 + 1024)
+                    + -(-(vec_bytes * stages + fin_bytes + 256) // 1024) * 1024 + 1024)
         if "stages" not in self.options:
             # the ring is at least as deep as declared, deeper while shared memory allows (up to 4):
             # a stage is released only when its last wgmma retires, mid-way through the next iteration
@@ -912,15 +917,17 @@ class WarpSpecializedLowering(Lowering):
             terms.append(f"({row}) * {st(rows_axis)}")
             return " + ".join([v.param.name] + terms + ([] if col == "0" or rows_axis == v.param.rank - 1 else [col]))
         cols = self.sym_name(P.dims[c]) + ("" if col == "0" else f" - ({col})")
-        return [f"{pad}// ... and the last of its adders writes {final.text()}",
+        buf = f"S.{self.finishes[id(n)]}"
+        return [f"{pad}// ... and the last of its adders writes {final.text()}, through {buf} a block later",
                 f"{pad}if (arch::lane_id() == 0) arch::tma_store_wait<0>();  // the window's reduces are done",
                 f"{pad}__syncwarp();",
+                f"{pad}{buf}.store();  // the window this CTA's arrival finished last time: its sums have landed",
                 f"{pad}if (arrive_last({at(arrivals, arrivals.kept[0], True)}, {self.expr(n.attrs['expect'])}))",
                 f"{pad}  // the strides through opaque(): hoisted out of the loops, the window's 64-bit offsets",
                 f"{pad}  // would hold registers the producer warpgroup does not have",
-                f"{pad}  finish_sum<{t.rows}, {t.cols}>({at(view, r, True)}, {self.sym_name(P.strides[r])},",
-                f"{pad}                   {at(final, r, True)}, {self.sym_name(F.strides[r])},",
-                f"{pad}                   {self.sym_name(P.dims[r])} - ({row}), {cols});"]
+                f"{pad}  {buf}.load({at(view, r, True)}, {self.sym_name(P.strides[r])},",
+                f"{pad}      {at(final, r, True)}, {self.sym_name(F.strides[r])},",
+                f"{pad}      {self.sym_name(P.dims[r])} - ({row}), {cols});"]
 
     def deferred_mma(self, pad: str, pending: List[_Group], which: str, guard: bool = True) -> List[str]:
         """The loop's last mma, issued for the previous iteration (operands in the held stage). The
@@ -1327,6 +1334,8 @@ class WarpSpecializedLowering(Lowering):
         consumer = self.consumer(k.body, 0, [])
         producer = self.producer(k.body, 0)
         reducer = self.reducer_lines(k.body, 0) if self.reducer else []
+        reducer_pre = [f"S.{b}.init();" for b in self.finishes.values()]
+        reducer_post = [f"S.{b}.store();  // the last window this CTA finished" for b in self.finishes.values()]
         shared = []
         for t in k.tiles:
             if t.kind == "shared":
@@ -1341,6 +1350,10 @@ class WarpSpecializedLowering(Lowering):
             cols = t.cols if t in self.split_k else "WG_ROWS"
             shared.append(f"st<float, {t.rows}, {cols}> {self.reduces[id(o)]}[CONSUMERS];  // "
                           f"{part}, for the TMA reduce into {o.ins[1].param.name}")
+        for o in [x for x in k.walk() if isinstance(x, ir.Op) and id(x) in self.finishes]:
+            t, F = o.ins[0], o.ins[2].param
+            shared.append(f"finish_buf<{t.rows}, {t.cols}, {CTYPE[F.dtype.name]}> {self.finishes[id(o)]};  // the last "
+                          f"adder's window of {o.ins[1].param.name}, on its way into {F.name}")
         for n in [x for x in self.loop.body if isinstance(x, ir.Op) and id(x) in self.vec_tma]:
             shared.append(f"sv<{n.outs[0].rows}> {self.vec_tma[id(n)]}[STAGES];  // {n.outs[0].name}'s window of "
                           f"{n.ins[0].param.name} in each ring stage")
@@ -1385,6 +1398,7 @@ class WarpSpecializedLowering(Lowering):
         ctx = dict(name=name, ir_text=k.text(), ir_name=k.name, pattern=k.pattern.describe(), BM=BM,
                    WG_ROWS=self.WG_ROWS, consumers=self.consumers, stages=self.stages, pingpong=self.pingpong,
                    n_once=max(1, len(self.once)), shared=shared, sig=sig, decls=decls, producer=producer, reducer=reducer,
+                   reducer_pre=reducer_pre, reducer_post=reducer_post,
                    whole_tile_stores=self.options.get("whole_tile_stores", False), wide_stores=self.wide_stores,
                    stmatrix=bool(self.options.get("stmatrix", True)), smem_bytes=self.smem_bytes,
                    consumer=consumer, consumer_pre=pre, consumer_post=post, maps=[m for _, m, _, _ in params],
@@ -1430,6 +1444,11 @@ class WarpSpecializedLowering(Lowering):
             # H200 (bench/hopper_notes.md, tile sweep); 64 keys a block at D = 128 keep S, dP and dQ
             # in registers, 128 keys at D = 64
             return {"BM": 128, "BN": 64 if D == 128 else 128}
+        if kernel == "attention_bwd_fused" and D == 128:
+            # each query block's last adder writes its dQ through a shared buffer of 64 x 128 floats
+            # (32 KB, finish_buf), which would cost the D = 128 kernel its third ring stage: there
+            # dQacc is rounded into dQ after the kernel
+            return {"finish": False}
         return {}
 
     # schedule options per (kernel, head dim) the tile sweep measured better than the pattern's default

@@ -247,8 +247,14 @@ __device__ __forceinline__ int atomic_add_acq_rel(int* p, int v) {
   asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
   return old;
 }
-// 16 bytes from global memory cached in L2 only (ld.global.cg): data other CTAs wrote, past this SM's L1
-__device__ __forceinline__ float4 ld_l2(const float* p) { return __ldcg(reinterpret_cast<const float4*>(p)); }
+// ---------------------------------------------------------------- cp.async (16 bytes a thread)
+// global -> shared through L2 only (.cg: data other CTAs wrote, past this SM's L1), tracked in the
+// thread's cp.async groups; no registers hold the data on its way
+__device__ __forceinline__ void cp_async_16(u32 dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 // x, as a value the compiler cannot see through: what is computed from it stays where it is written
 // (a rare branch's 64-bit offsets, which hoisted out of a loop would hold registers across it)
 __device__ __forceinline__ long long opaque(long long x) {

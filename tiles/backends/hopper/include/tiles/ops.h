@@ -612,9 +612,9 @@ __device__ __forceinline__ void reduce_add_async(const tma_map* map, const st<fl
 }
 // The cross-CTA end of a TMA reduce (the attention backward's dQ, without a conversion pass): each of
 // the `expect` CTAs that add into a window of an f32 accumulator counts its arrival once its reduces
-// have completed (tma_store_wait<0>), and the last writes the window's sum, rounded (finish_sum). One
-// whole warp calls both. arrive_last: lane 0 adds the arrival (fence for the TMA's writes, then acquire
-// + release at GPU scope); true in every lane of the last arrival's warp.
+// have completed (tma_store_wait<0>), and the last writes the window's sum, rounded, through a
+// finish_buf (below). One whole warp calls both. arrive_last: lane 0 adds the arrival (fence for the
+// TMA's writes, then acquire + release at GPU scope); true in every lane of the last arrival's warp.
 __device__ __forceinline__ bool arrive_last(int* arrivals, int expect) {
   int last = 0;
   if (arch::lane_id() == 0) {
@@ -625,28 +625,61 @@ __device__ __forceinline__ bool arrive_last(int* arrivals, int expect) {
   arch::warp_sync();  // lane 0's acquire, before every lane's reads
   return last;
 }
-// out[r, c] = acc[r, c] rounded to U, for the R x C window's rows below nrows and columns below ncols
-// (pairs): a lane takes 4 columns of every (128 / C)-th row and reads them from L2 in one load
-// (ld.global.cg: other CTAs wrote them). acc is 16-byte aligned (it is written through a TMA map).
-// Written for the producer warpgroup's few registers: one row a step, pointers moved by the strides.
-template <int R, int C, typename U>
-__device__ __forceinline__ void finish_sum(const float* acc, long long acc_ld, U* out, long long out_ld, int nrows,
-                                           int ncols) {
-  static_assert(C % 4 == 0 && 128 % C == 0, "a lane reads 4 of a row's floats, a warp whole rows");
-  constexpr int STEP = 128 / C;  // rows a warp covers at once
-  acc_ld = arch::opaque(acc_ld), out_ld = arch::opaque(out_ld);  // the lane's offsets made here, not hoisted
-  const int c = 4 * arch::lane_id() % C, r0 = 4 * arch::lane_id() / C;
-  if (c >= ncols) return;
-  acc += r0 * acc_ld + c;
-  out += r0 * out_ld + c;
-#pragma unroll 1
-  for (int r = r0; r < R && r < nrows; r += STEP, acc += STEP * acc_ld, out += STEP * out_ld) {
-    const float4 x = arch::ld_l2(acc);
-    typename pair_of<U>::type* q = reinterpret_cast<typename pair_of<U>::type*>(out);
-    q[0] = f2_to_pair<U>(make_float2(x.x, x.y));
-    if (c + 2 < ncols) q[1] = f2_to_pair<U>(make_float2(x.z, x.w));
+// finish_buf<R, C, U>: the last adder's write of a finished f32 sum (arrive_last, above), in two steps
+// a block apart, so that the warp that makes it never waits for the sum to arrive. load() starts
+// copying the R x C window into shared memory (cp.async through L2, 16 bytes a lane, no registers
+// held) and keeps where it goes; store(), at the warp's next window or at its end, rounds it to U and
+// writes it out. A CTA that arrives last at every window (one that runs behind the others) then costs
+// its warp a few hundred cycles a window, not the L2's latency for each of its loads. One warp uses it.
+template <int R, int C, typename U> struct alignas(16) finish_buf {
+  static_assert(C % 4 == 0 && 128 % C == 0, "a lane moves 4 of a row's floats, a warp whole rows");
+  static constexpr int STEP = 128 / C;  // rows a warp moves at once
+  float sum[R * C];
+  U* out;
+  long long out_ld;
+  int nrows, ncols, pending;
+
+  __device__ void init() {
+    if (arch::lane_id() == 0) pending = 0;
+    arch::warp_sync();
   }
-}
+  // rows below nrows, columns below ncols (pairs) of the window at acc (16-byte aligned rows: acc is
+  // written through a TMA map) into shared memory, bound for out
+  __device__ void load(const float* acc, long long acc_ld, U* to, long long to_ld, int rows, int cols) {
+    if (arch::lane_id() == 0) out = to, out_ld = to_ld, nrows = rows, ncols = cols, pending = 1;
+    acc_ld = arch::opaque(acc_ld);  // the lane's offsets made here, not hoisted out of the caller's loops
+    const int c = 4 * arch::lane_id() % C, r0 = 4 * arch::lane_id() / C;
+    if (c < cols) {
+#pragma unroll 1
+      for (int r = r0; r < R; r += STEP)
+        if (r < rows) arch::cp_async_16(arch::smem_addr(&sum[r * C + c]), acc + r * acc_ld + c);
+    }
+    arch::cp_async_commit();
+    arch::warp_sync();  // lane 0's fields, before any lane's store()
+  }
+  // the window load() started, rounded to U, into out; nothing when none is pending
+  __device__ void store() {
+    if (!pending) return;
+    arch::cp_async_wait_all();
+    arch::warp_sync();  // every lane's copies have landed
+    const int c = 4 * arch::lane_id() % C, r0 = 4 * arch::lane_id() / C;
+    const long long ld = arch::opaque(out_ld);
+    if (c < ncols) {
+#pragma unroll 1
+      for (int r = r0; r < R; r += STEP) {
+        if (r >= nrows) break;
+        const float4 x = *reinterpret_cast<const float4*>(&sum[r * C + c]);
+        typename pair_of<U>::type* q = reinterpret_cast<typename pair_of<U>::type*>(out + r * ld + c);
+        q[0] = f2_to_pair<U>(make_float2(x.x, x.y));
+        if (c + 2 < ncols) q[1] = f2_to_pair<U>(make_float2(x.z, x.w));
+      }
+    }
+    arch::warp_sync();  // every lane has read sum and the fields before the next load() rewrites them
+    if (arch::lane_id() == 0) pending = 0;
+    arch::warp_sync();
+  }
+};
+
 // dst[r, c] = src[row0 + r, col0 + c]; elements outside (nrows, ncols) read 0.
 template <typename T, typename U, int R, int C>
 __device__ __forceinline__ void load(rt<T, R, C>& dst, const U* src, long long ld, int nrows, int ncols, int row0, int col0) {
