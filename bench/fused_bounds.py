@@ -75,6 +75,23 @@ EDITS["nowait"] = [(_DONE, "")]
 EDITS["waitonly"] = [("if (arrive_last(", "if (false && arrive_last(")]
 EDITS["noarrive"] = EDITS["nowait"] + EDITS["waitonly"]
 EDITS["relaxed"] = [("if (arrive_last(", "if (arrive_relaxed("), ("using namespace tiles;", "using namespace tiles;" + _RELAXED)]
+# the arrival's costs apart (session 23, finish_buf form): `nofinish`: no finish_buf.load (the
+# acquire-release arrival and its fence kept); `retonly`: a plain atomicAdd whose old value is read
+# (a round trip to L2) and never last; `redonly`: a plain atomicAdd whose value is not read (RED)
+_PROBE = """
+__device__ __forceinline__ bool arrive_ret(int* arrivals, int expect) {
+  int last = 0;
+  if (tiles::arch::lane_id() == 0) last = atomicAdd(arrivals, 1) == -expect;
+  return tiles::arch::shfl(last, 0);
+}
+__device__ __forceinline__ bool arrive_red(int* arrivals, int expect) {
+  if (tiles::arch::lane_id() == 0) atomicAdd(arrivals, 1);
+  return false;
+}
+"""
+EDITS["nofinish"] = [("S.dQ_fin.load(", "if (0) S.dQ_fin.load(")]
+EDITS["retonly"] = [("if (arrive_last(", "if (arrive_ret("), ("using namespace tiles;", "using namespace tiles;" + _PROBE)]
+EDITS["redonly"] = [("if (arrive_last(", "if (arrive_red("), ("using namespace tiles;", "using namespace tiles;" + _PROBE)]
 # BOUNDS=name,name,...: only these variants (split always)
 ONLY = set(filter(None, os.environ.get("BOUNDS", "").split(",")))
 
@@ -137,7 +154,8 @@ def main():
         fns, check = {}, {}
         for name in ("split", "dkdv", "fused", "persist", "noreduce", "nodq", "persist_nodq", "shift", "persist_shift",
                      "persist_nodqscale", "persist_nostsm", "persist_noload", "persist_pfmid", "persist_nopf", "persist_vt",
-                     "persist_nowait", "persist_waitonly", "persist_noarrive", "persist_relaxed"):
+                     "persist_nowait", "persist_waitonly", "persist_noarrive", "persist_relaxed", "persist_nofinish",
+                     "persist_retonly", "persist_redonly"):
             if causal and "shift" in name or ONLY and name not in ONLY | {"split"}:
                 continue
             gos = []
