@@ -18,8 +18,7 @@ one change (those marked * compute no attention; everything else is the kernel a
   grid0) mod NQ, so that the CTAs running at once add into different dQ rows (non-causal only;
   exact: only the order of dQacc's additions changes).
 `dkdv` is the split backward's dK/dV kernel alone (its dQ then the split's, from the call before).
-The kernels alone (no preparation, no dQacc zeroing; since session 23 each query block's last adder
-writes dQ, and the fused variants' launches zero the 2 MB of arrival counters first), timed interleaved
+The kernels alone (no preparation, no dQacc zeroing or conversion), timed interleaved
 (hopper_gemm_tiles.timed: 20 launches behind a sleep, medians), at B·S = 16k tokens, H·D = 2048;
 cuDNN through autograd (its whole backward). Each variant's dQ, dK and dV checked against the split
 kernels' where it computes them.
@@ -59,39 +58,6 @@ _LOADS = ("          load(lse_next, L + pid2 * L_stride0 + (pid1 * (Q_shape2 / K
 _DS_BAR = "          arch::bar_sync(8 + cw, 128);  // this warpgroup's rows of dss are in (only it reads them)\n"
 EDITS["noload"] = [(x, "") for x in _LOADS]
 EDITS["pfmid"] = [(x, "") for x in _LOADS] + [(_DS_BAR, _DS_BAR + "".join(_LOADS))]
-# session 23: the last adder's write of dQ (the reducer waits for its reduces' writes, then counts the
-# CTA's arrival with an acquire-release atomic after a proxy fence). `nowait`: the wait for the writes
-# left out (wrong dQ); `waitonly`: the wait kept, no arrival; `noarrive`*: neither (session 22's kernel,
-# acc right, dQ unwritten); `relaxed`: the arrival a plain atomicAdd, no fence (wrong ordering)
-_DONE = "if (arch::lane_id() == 0) arch::tma_store_wait<0>();  // the window's reduces are done"
-_RELAXED = """
-__device__ __forceinline__ bool arrive_relaxed(int* arrivals, int expect) {
-  int last = 0;
-  if (tiles::arch::lane_id() == 0) last = atomicAdd(arrivals, 1) == expect - 1;
-  return tiles::arch::shfl(last, 0);
-}
-"""
-EDITS["nowait"] = [(_DONE, "")]
-EDITS["waitonly"] = [("if (arrive_last(", "if (false && arrive_last(")]
-EDITS["noarrive"] = EDITS["nowait"] + EDITS["waitonly"]
-EDITS["relaxed"] = [("if (arrive_last(", "if (arrive_relaxed("), ("using namespace tiles;", "using namespace tiles;" + _RELAXED)]
-# the arrival's costs apart (session 23, finish_buf form): `nofinish`: no finish_buf.load (the
-# acquire-release arrival and its fence kept); `retonly`: a plain atomicAdd whose old value is read
-# (a round trip to L2) and never last; `redonly`: a plain atomicAdd whose value is not read (RED)
-_PROBE = """
-__device__ __forceinline__ bool arrive_ret(int* arrivals, int expect) {
-  int last = 0;
-  if (tiles::arch::lane_id() == 0) last = atomicAdd(arrivals, 1) == -expect;
-  return tiles::arch::shfl(last, 0);
-}
-__device__ __forceinline__ bool arrive_red(int* arrivals, int expect) {
-  if (tiles::arch::lane_id() == 0) atomicAdd(arrivals, 1);
-  return false;
-}
-"""
-EDITS["nofinish"] = [("S.dQ_fin.load(", "if (0) S.dQ_fin.load(")]
-EDITS["retonly"] = [("if (arrive_last(", "if (arrive_ret("), ("using namespace tiles;", "using namespace tiles;" + _PROBE)]
-EDITS["redonly"] = [("if (arrive_last(", "if (arrive_red("), ("using namespace tiles;", "using namespace tiles;" + _PROBE)]
 # BOUNDS=name,name,...: only these variants (split always)
 ONLY = set(filter(None, os.environ.get("BOUNDS", "").split(",")))
 
@@ -102,7 +68,7 @@ def edited(src: str, edit: str) -> str:
         for line in src.splitlines():
             if not line.lstrip().startswith("//"):
                 line = line.replace("(kb + 1) * 64", "KB(kb + 1) * 64").replace("(0) * 64", "KB(0) * 64")
-                line = line.replace(" kb * 64", " KB(kb) * 64").replace("(kb * 64)", "(KB(kb) * 64)")
+                line = line.replace(" kb * 64", " KB(kb) * 64")
             code.append(line)
         src = "\n".join(code)
         if src.count("KB(") < 7:
@@ -137,9 +103,7 @@ def fused(args, causal, persistent=False, edit=None):
 
 def main():
     D, H = 64, 32
-    # FB_CASES=0:4096,1:16384: only these (causal:S) cases
-    cases = [(bool(int(c)), int(n)) for c, n in (x.split(":") for x in os.environ.get("FB_CASES", "").split(",") if x)]
-    for causal, S in cases or ((False, 4096), (False, 16384), (True, 16384)):
+    for causal, S in ((False, 4096), (False, 16384), (True, 16384)):
         B = 16384 // S
         sets = []
         for i in range(3):
@@ -148,14 +112,11 @@ def main():
             lse = torch.randn(B, H, S, device="cuda", generator=g) * 0.1 + 9.0  # rows' log-sum-exp about 9
             delta = torch.randn(B, H, S, device="cuda", generator=g) * 0.1
             outs = dict(dk=torch.empty_like(k), dv=torch.empty_like(v), dq=torch.empty_like(q),
-                        acc=torch.zeros(B, S, H, D, device="cuda"),
-                        arr=torch.zeros(B, H, S, device="cuda", dtype=torch.int32))
+                        acc=torch.zeros(B, S, H, D, device="cuda"))
             sets.append(((q, k, v, do, lse, delta), outs))
         fns, check = {}, {}
         for name in ("split", "dkdv", "fused", "persist", "noreduce", "nodq", "persist_nodq", "shift", "persist_shift",
-                     "persist_nodqscale", "persist_nostsm", "persist_noload", "persist_pfmid", "persist_nopf", "persist_vt",
-                     "persist_nowait", "persist_waitonly", "persist_noarrive", "persist_relaxed", "persist_nofinish",
-                     "persist_retonly", "persist_redonly"):
+                     "persist_nodqscale", "persist_nostsm", "persist_noload", "persist_pfmid", "persist_nopf", "persist_vt"):
             if causal and "shift" in name or ONLY and name not in ONLY | {"split"}:
                 continue
             gos = []
@@ -169,15 +130,12 @@ def main():
                                   **W.config("attention_bwd_dq", D=D))
                     gos.append(lambda a=a, b=b, both=name == "split": (a(), b()) if both else a())
                 else:
-                    args = (q, k, v, do, lse, delta, o["dk"], o["dv"], o["acc"], o["dq"], o["arr"], D ** -0.5)
+                    args = (q, k, v, do, lse, delta, o["dk"], o["dv"], o["acc"], D ** -0.5)
                     edit = name.replace("persist_", "") if name not in ("fused", "persist") else None
-                    go = fused(args, causal, persistent=name.startswith("persist"), edit=edit)
-                    # the counters zeroed each launch (a 2 MB fill), so that each launch's last adders write dQ
-                    gos.append(lambda go=go, arr=o["arr"]: (arr.zero_(), go()))
+                    gos.append(fused(args, causal, persistent=name.startswith("persist"), edit=edit))
             # outputs of one launch on set 0, against the split kernels'
             o = sets[0][1]
             o["acc"].zero_()
-            o["arr"].zero_()
             gos[0]()
             torch.cuda.synchronize()
             check[name] = {t: o[t].float().clone() for t in ("dk", "dv")}

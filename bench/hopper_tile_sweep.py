@@ -229,12 +229,12 @@ def fused(seqs="1024,4096,16384"):
         "fused_pp": (True, {**schedules, ("attention_bwd_fused", 128): {"persistent": False, "rotate": False,
                                                                          "pingpong": True}}),
         "fused_pprot": (True, {**schedules, ("attention_bwd_fused", 128): {"persistent": False, "pingpong": True}}),
-        # session 16: as session 12 left it (one dS copy and two barriers a block, LSE and Delta loaded at
-        # their block), and today's changes alone and together. (The reduce issued by a consumer thread,
-        # reducer=False, is refused since session 23: the reducer warp writes dQ.)
-        "fused_s12": (True, {**schedules, ("attention_bwd_fused", 128): {**fdef, "ds_stages": 1, "prefetch": False}}),
+        # session 16: as session 12 left it (one dS copy and two barriers a block, the reduce issued by a
+        # consumer thread, LSE and Delta loaded at their block), and today's changes alone and together
+        "fused_s12": (True, {**schedules, ("attention_bwd_fused", 128): {**fdef, "ds_stages": 1, "reducer": False,
+                                                                          "prefetch": False}}),
     }
-    for name, over in (("nopf", {"prefetch": False}), ("ds1", {"ds_stages": 1}),
+    for name, over in (("nopf", {"prefetch": False}), ("ds1", {"ds_stages": 1}), ("nored", {"reducer": False}),
                        ("uni", {"uniform_warpgroup": True}), ("uni_nopf", {"uniform_warpgroup": True, "prefetch": False}),
                        ("uni_rot_nopf", {"uniform_warpgroup": True, "rotate": True, "prefetch": False}),
                        ("uni_pprot_nopf", {"uniform_warpgroup": True, "rotate": True, "pingpong": True, "prefetch": False}),

@@ -11,8 +11,7 @@ from tiles.kernels import attention_bwd_dkdv, attention_bwd_dq, attention_bwd_fu
 
 
 @pytest.mark.parametrize("B,Sq,Sk,H,Hkv,D,causal", [(1, 100, 130, 4, 2, 64, True), (2, 70, 70, 2, 2, 64, False),
-                                                    (1, 130, 90, 2, 1, 64, True), (1, 64, 64, 1, 1, 128, False),
-                                                    (1, 200, 60, 2, 1, 64, True)])  # two blocks see no key
+                                                    (1, 130, 90, 2, 1, 64, True), (1, 64, 64, 1, 1, 128, False)])
 def test_fused_matches_split(B, Sq, Sk, H, Hkv, D, causal):
     be = backends.get("interp")
     g = torch.Generator().manual_seed(B * Sq + Sk)
@@ -26,24 +25,10 @@ def test_fused_matches_split(B, Sq, Sk, H, Hkv, D, causal):
     be.launch(attention_bwd_dkdv, q, k, v, do, lse, delta, dk, dv, scale, causal=causal, D=D)
     be.launch(attention_bwd_dq, q, k, v, do, lse, delta, dq, scale, causal=causal, D=D)
     dk2, dv2, acc = torch.empty_like(k), torch.empty_like(v), torch.zeros(B, Sq, H, D)
-    dq2, arrivals = torch.full_like(q, float("nan")), torch.zeros(B, H, Sq, dtype=torch.int32)
-    be.launch(attention_bwd_fused, q, k, v, do, lse, delta, dk2, dv2, acc, dq2, arrivals, scale, causal=causal, D=D)
+    be.launch(attention_bwd_fused, q, k, v, do, lse, delta, dk2, dv2, acc, scale, causal=causal, D=D)
     assert torch.equal(dk, dk2) and torch.equal(dv, dv2)  # the same ops in the same order
     # dQ: f32 sums over key blocks against the split kernel's bf16 output: within its rounding
     assert (acc - dq.float()).abs().max() <= 2 ** -7 * dq.float().abs().max() + 1e-3
-    # each query block's last adder wrote its sum, rounded, into dQ: every visited block, counted at
-    # its first row as often as it was added into; blocks no key block visits keep what was there
-    cfg = be.config("attention_bwd_fused", D=D)
-    BM, BN = cfg.get("BM", 64), cfg.get("BN", 128)  # the kernel's defaults where the backend keeps them
-    nk = -(-Sk // BN)
-    for r0 in range(0, Sq, BM):
-        visits = min(nk, max(0, -(-(r0 + BM + Sk - Sq) // BN))) if causal else nk
-        assert (arrivals[:, :, r0] == visits).all() and (arrivals[:, :, r0 + 1:r0 + BM] == 0).all()
-        rows = slice(r0, min(r0 + BM, Sq))
-        if visits:
-            assert torch.equal(dq2[:, rows], acc[:, rows].bfloat16())
-        else:
-            assert dq2[:, rows].isnan().all()
 
 
 def test_store_add_and_store_shared_are_checked():

@@ -93,18 +93,11 @@ def _attention_bwd_impl(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: t
         # d lse / d scores = P, so a gradient on the LSE joins softmax's row term: dS = P ∘ (dP − (Δ − dlse)).
         delta -= dlse.to(torch.float32)
     if backends.get(backend).supports("attention_bwd_fused", **problem):
-        # dQ in the dK/dV pass, added up in f32 across key blocks (5 GEMMs a block instead of 7); the
-        # last key block to add into a query block writes it rounded, counted in `arrivals` (zeroed
-        # with the sums, one fill for both), unless the backend's kernel leaves that to a pass here
-        finish = backends.get(backend).config("attention_bwd_fused", **problem).get("finish", True)
-        n = q.numel()
-        work = torch.zeros(n + (B * H * Sq if finish else 0), dtype=torch.float32, device=q.device)
-        dq_acc, arrivals = work[:n].view(q.shape), work[n:].view(torch.int32).view(B, H, Sq if finish else 0)
-        if finish and causal and Sq > k.shape[1]:
-            dq[:, :Sq - k.shape[1]].zero_()  # rows that see no key lie in blocks no key block visits
-        _launch(backend, attention_bwd_fused, problem, q, k, v, do, lse, delta, dk, dv, dq_acc, dq, arrivals,
-                scale, causal=causal, D=D)
-        return (dq if finish else dq.copy_(dq_acc)), dk, dv
+        # dQ in the dK/dV pass, added up in f32 across key blocks (5 GEMMs a block instead of 7)
+        dq_acc = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
+        _launch(backend, attention_bwd_fused, problem, q, k, v, do, lse, delta, dk, dv, dq_acc, scale,
+                causal=causal, D=D)
+        return dq.copy_(dq_acc), dk, dv
     _launch(backend, attention_bwd_dkdv, problem, q, k, v, do, lse, delta, dk, dv, scale, causal=causal, D=D)
     _launch(backend, attention_bwd_dq, problem, q, k, v, do, lse, delta, dq, scale, causal=causal, D=D)
     return dq, dk, dv

@@ -53,9 +53,7 @@ def _lower(D=128, causal=True, dtype=torch.bfloat16, options=None, kernel="fwd",
         k = attention_bwd_dkdv.trace(q, kv, kv, q, lse, lse, kv, kv, D ** -0.5, causal=causal, D=D, **over)
     elif kernel == "fused":
         acc = _meta(2, 1000, 16, D, dtype=torch.float32)
-        arrivals = _meta(2, 16, 1000, dtype=torch.int32)
-        k = attention_bwd_fused.trace(q, kv, kv, q, lse, lse, kv, kv, acc, q, arrivals, D ** -0.5, causal=causal, D=D,
-                                      **over)
+        k = attention_bwd_fused.trace(q, kv, kv, q, lse, lse, kv, kv, acc, D ** -0.5, causal=causal, D=D, **over)
     elif kernel == "dq":
         k = attention_bwd_dq.trace(q, kv, kv, q, lse, lse, q, D ** -0.5, causal=causal, D=D, **over)
     else:

@@ -11,7 +11,6 @@ import sys
 import pytest
 import torch
 
-from tiles.core.lowering import LoweringError
 from tiles.backends.hopper.lower_attention import WarpSpecializedLowering
 from tiles.kernels import attention_fwd
 
@@ -234,9 +233,8 @@ def test_tree_max_gives_the_same_bits_on_the_gpu(D):
 def test_fused_backward_after_flashattention3():
     """attention_bwd_fused (session 16): dS in two copies with one barrier a block, and dQ's TMA reduce
     issued by warp 1 of the producer warpgroup, which meets each consumer warpgroup on two named
-    barriers (4 + 2w empty, 5 + 2w full). Option ds_stages=1 gives session 12's one copy of dS back;
-    reducer=False (a consumer thread issues the reduces) is refused where the reducer writes dQ
-    (store_add final=, test_last_adder_writes_dq_a_block_later)."""
+    barriers (4 + 2w empty, 5 + 2w full). Options ds_stages=1 and reducer=False give the session-12
+    form back."""
     low = _lower(D=128, causal=True, kernel="fused", launched=True)
     src = low.source
     body = src.split("consumers: everything else")[1]
@@ -250,18 +248,15 @@ def test_fused_backward_after_flashattention3():
     assert "for (int w = 0; w < CONSUMERS; ++w) arch::bar_arrive(4 + 2 * w, 128 + 32);" in red  # start empty, once
     assert "arch::bar_sync(5 + 2 * w, 128 + 32);" in red and "reduce_add_async(&map_dQacc, S.dq_red[w], 0 + w * WG_ROWS" in red
     assert red.index("arch::tma_store_wait_read<0>();") < red.rindex("arch::bar_arrive(4 + 2 * w, 128 + 32);")
-    # at D = 128 the kernel leaves dQ to a pass after it (a finish buffer would cost a ring stage)
-    assert WarpSpecializedLowering.config("attention_bwd_fused", D=128) == {"finish": False}
-    assert "arrive_last" not in red and "finish_buf" not in src
     # every hand-over is answered: the consumers' last wait, after the walk over the programs, meets the
     # reducer's last hand-back
     assert body.rstrip().endswith("    }\n    arch::bar_sync(4 + 2 * cw, 128 + 32);  // the reducer has read the last "
                                   "staging tile\n  }\n}")
     old = _lower(D=128, causal=True, kernel="fused", launched=True,
-                 options={**WarpSpecializedLowering.SCHEDULES[("attention_bwd_fused", 128)], "ds_stages": 1}).source
+                 options={**WarpSpecializedLowering.SCHEDULES[("attention_bwd_fused", 128)], "ds_stages": 1,
+                          "reducer": False}).source
     assert "dss[2]" not in old and old.count("arch::bar_sync(3, CONSUMERS * 128);") == 2
-    with pytest.raises(LoweringError, match=r"store_add\(final=...\): the last arrival's write is made by the reducer"):
-        _lower(D=128, causal=True, kernel="fused", options={"reducer": False})  # with finish (the kernel's default)
+    assert "reducer:" not in old and "reduce_add_async(&map_dQacc, S.dq_red[cw]" in old
     with pytest.raises(Exception, match="ds_stages=3"):
         _lower(D=128, causal=True, kernel="fused", launched=True, options={"ds_stages": 3})
 
@@ -758,56 +753,3 @@ def test_vectors_by_tma_where_measured_faster():
             assert on("attention_bwd_dkdv", D, causal)
             assert on("attention_bwd_fused", D, causal) == (D == 128 or not causal)
             assert not on("attention_bwd_dq", D, causal) and not on("attention_fwd", D, causal)
-
-
-def test_last_adder_writes_dq_a_block_later():
-    """store_add(final=...) in the D = 64 fused kernel (session 23): after both warpgroups' reduces of
-    a query block the reducer waits for their writes, writes out the block it finished last time
-    (finish_buf.store), counts this CTA's arrival, and if it is the last one starts copying the sum
-    into the finish buffer (finish_buf.load), to be rounded into dQ at the next block or after the
-    walk. The buffer is counted in the launch's shared memory, and the kernel keeps four stages."""
-    low = _lower(D=64, causal=False, kernel="fused", launched=True)
-    src = low.source
-    red = src.split("reducer: the transposed store_adds")[1].split("consumers: everything else")[0]
-    assert "  finish_buf<64, 64, bf16> dQ_fin;" in src and "constexpr int STAGES = 4;" in src
-    at = [red.index(x) for x in ("S.dQ_fin.init();", "reduce_add_async(&map_dQacc, S.dq_red[w], 0,",
-                                 "arch::bar_arrive(4 + 2 * w, 128 + 32);  // ... and read: empty",
-                                 "arch::tma_store_wait<0>();  // the window's reduces are done",
-                                 "S.dQ_fin.store();  // the window this CTA's arrival finished last time",
-                                 "if (arrive_last(Arrivals + pid2 * arch::opaque(Arrivals_stride0)",
-                                 "S.dQ_fin.load(dQacc + ", "S.dQ_fin.store();  // the last window this CTA finished",
-                                 "every reduce is done before the CTA's shared memory goes")]
-    assert at == sorted(at), at
-    assert "ceil_div(K_shape1, 128)))" in red  # expect: every key block, non-causal
-
-
-def test_last_adder_writes_the_whole_sum_on_the_gpu():
-    """The fused backward's dQ (session 23): each query block's last adder reads the block's f32 sum
-    after every other adder's arrival, so dQ is exactly that sum rounded, never a sum still missing
-    a key block's share. Checked bitwise against dQacc after the launch, five launches each, with 32
-    key blocks adding into every query block (4096 keys), causal and not, GQA, a query tail; and the
-    arrival counters against the key blocks that visit each query block. (D = 64: at D = 128 the
-    kernel leaves dQ to a pass after it.)"""
-    needs.hopper_gpu()
-    from tiles.kernels import attention_bwd_fused
-
-    W, D = WarpSpecializedLowering, 64
-    B, Sq, Sk, H, Hkv = 1, 4000, 4096, 4, 2
-    g = torch.Generator(device="cuda").manual_seed(D)
-    q, do = (torch.randn(B, Sq, H, D, device="cuda", generator=g).bfloat16() for _ in range(2))
-    k, v = (torch.randn(B, Sk, Hkv, D, device="cuda", generator=g).bfloat16() for _ in range(2))
-    lse = torch.randn(B, H, Sq, device="cuda", generator=g) * 0.1 + 9.0
-    delta = torch.randn(B, H, Sq, device="cuda", generator=g) * 0.1
-    cfg = W.config("attention_bwd_fused", D=D)
-    BM, BN = cfg.get("BM", 64), cfg.get("BN", 128)
-    for causal in (False, True):
-        for _ in range(5):
-            dk, dv, dq = torch.empty_like(k), torch.empty_like(v), torch.full_like(q, math.nan)
-            acc, arrivals = torch.zeros(B, Sq, H, D, device="cuda"), torch.zeros(B, H, Sq, device="cuda", dtype=torch.int32)
-            W.prepare(attention_bwd_fused, q, k, v, do, lse, delta, dk, dv, acc, dq, arrivals, D ** -0.5,
-                      causal=causal, D=D, options=W.schedule("attention_bwd_fused", D, (q,), causal), **cfg)()
-            torch.cuda.synchronize()
-            visits = torch.tensor([min(-(-Sk // BN), max(0, -(-(r0 + BM + Sk - Sq) // BN))) if causal else -(-Sk // BN)
-                                   for r0 in range(0, Sq, BM)], device="cuda", dtype=torch.int32)
-            assert torch.equal(arrivals[..., ::BM], visits.expand(B, H, -1)), causal
-            assert torch.isfinite(acc).all() and torch.equal(dq, acc.bfloat16()), causal

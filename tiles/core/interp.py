@@ -135,24 +135,11 @@ def _op_store_shared(op, env):
 
 
 def _op_store_add(op, env):
-    src, view = op.ins[:2]
-    row, col = _val(op.attrs["row"], env), _val(op.attrs["col"], env)
-    w = _window(view, row, col, src.shape, env["tensors"], env["sym"])
+    src, view = op.ins
+    w = _window(view, _val(op.attrs["row"], env), _val(op.attrs["col"], env), src.shape, env["tensors"], env["sym"])
     if w is not None:
         t, idx, tidx = w
         t[idx] += env["tiles"][src][tidx].to(t.dtype)
-    if len(op.ins) == 4:  # count the arrival; the last one writes the finished sum
-        final, arrivals = op.ins[2:]
-        a = _window(arrivals, row, 0, (1,), env["tensors"], env["sym"])
-        if a is None:
-            raise IndexError(f"store_add: arrivals {arrivals.text()} has no counter at row {row}")
-        counters, aidx, _ = a
-        counters[aidx] += 1
-        if int(counters[aidx].sum()) == _val(op.attrs["expect"], env) and w is not None:
-            f = _window(final, row, col, src.shape, env["tensors"], env["sym"])
-            if f is not None:
-                out, fidx, _ = f
-                out[fidx] = t[idx].to(out.dtype)
 
 
 def _op_mma(op, env):

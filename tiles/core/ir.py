@@ -353,8 +353,6 @@ def format_op(op: Op) -> str:
     hidden = {"token"}
     args += [f"{k}={_arg_text(v)}" for k, v in op.attrs.items() if v is not None and k not in hidden
              and not (isinstance(v, bool) and not v and k in ("ta", "tb"))]
-    if op.name == "store_add" and len(op.ins) == 4:  # the finished sum's output and counters, before expect=
-        args[-1:-1] = [f"final={_arg_text(op.ins[2])}", f"arrivals={_arg_text(op.ins[3])}"]
     lhs = f"{op.attrs['token']} = " if op.name == "load_async" else ""
     return f"{lhs}{op.name}({', '.join(args)})"
 

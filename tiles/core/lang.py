@@ -311,37 +311,15 @@ def store(dst, src: Tile, row=None, col=None):
     _record("store", [], [src, dst], row=r, col=c if src.kind != "vec" else None)
 
 
-def store_add(dst: View, src: Tile, row=None, col=None, *, final: Optional[View] = None,
-              arrivals: Optional[View] = None, expect=None):
+def store_add(dst: View, src: Tile, row=None, col=None):
     """dst(global) += src, atomically: programs that add into the same elements all count (in an
     order the hardware picks, so f32 sums may differ in the last bits from run to run). dst must be
-    f32; out-of-range elements are dropped.
-
-    With final=, arrivals= and expect=, the sum is finished where it is made, not in a pass of its own:
-    each program's addition counts one arrival on arrivals[row] (an i32 1-D window, zeroed by the
-    caller: one counter per window, at its first row), and the program whose arrival is the
-    `expect`-th (the last of the `expect` programs that add into this window) writes the window's sum,
-    rounded to final's dtype, into final at the same row and col."""
+    f32; out-of-range elements are dropped."""
     _check_tile("store_add", src, ("reg",))
     r, c = _window("store_add", dst, src, row, col)
     if dst.param.dtype.name != "f32":
         fail("store_add", f"{dst.text()} is {dst.param.dtype}; atomic accumulation is into f32 only")
-    given = [x is not None for x in (final, arrivals, expect)]
-    if any(given) and not all(given):
-        fail("store_add", "final=, arrivals= and expect= come together (the last of `expect` arrivals writes final)")
-    if not any(given):
-        _record("store_add", [], [src, dst], row=r, col=c)
-        return
-    _window("store_add", final, src, row, col)
-    if final.param.dtype.name not in ("bf16", "f16"):
-        fail("store_add", f"final={final.text()} is {final.param.dtype}; the finished sum is written as bf16 or f16")
-    if not isinstance(arrivals, View) or arrivals.rank != 1 or arrivals.param.dtype.name != "i32":
-        what = arrivals.text() + f" ({arrivals.param.dtype}, {arrivals.rank}-D)" if isinstance(arrivals, View) \
-            else type(arrivals).__name__
-        fail("store_add", f"arrivals= takes a 1-D i32 window (one counter per window), got {what}")
-    if isinstance(expect, bool) or not isinstance(expect, (int, Expr)):
-        fail("store_add", f"expect= is the number of programs that add into the window, got {type(expect).__name__}")
-    _record("store_add", [], [src, dst, final, arrivals], row=r, col=c, expect=as_expr(expect))
+    _record("store_add", [], [src, dst], row=r, col=c)
 
 
 # ----------------------------------------------------------------------------- compute ops

@@ -120,11 +120,10 @@ def _dscores(k, ds, dsp, dp, s, do, vt, delta):
     cast(dsp, ds)
 
 
-def _dkdv(k, Q, K, V, dO, L, Delta, dK, dV, scale, causal, D, BM, BN, dQacc=None, dQ=None, Arrivals=None):
+def _dkdv(k, Q, K, V, dO, L, Delta, dK, dV, scale, causal, D, BM, BN, dQacc=None):
     """dK, dV for one key block of one KV head, looping over the query heads of its group and the
     query blocks that can see it; with dQacc, also each query block's share of dQ = dS K, added into
-    dQacc (f32) as it is made, and with dQ, the last key block to add into a query block writes its
-    dQ."""
+    dQacc (f32) as it is made."""
     Bsz, Sq, H = Q.shape[0], Q.shape[1], Q.shape[2]
     Sk, Hkv = K.shape[1], K.shape[2]
     k.grid(k.cdiv(Sk, BN), Hkv, Bsz)
@@ -172,12 +171,7 @@ def _dkdv(k, Q, K, V, dO, L, Delta, dK, dV, scale, causal, D, BM, BN, dQacc=None
                 mma(dq, dss, kt, accumulate=False)
                 mma(dk, dsp, q, ta=True)  # dK's GEMM runs while dQ is scaled and added
                 mul(dq, dq, scale)
-                if dQ is None:
-                    store_add(dQacc[b, :, h, :], dq, row=qrow0, col=0)
-                else:  # every key block whose walk meets this query block adds into it: the last to
-                    # arrive rounds the sum into dQ (no conversion pass after the kernel)
-                    store_add(dQacc[b, :, h, :], dq, row=qrow0, col=0, final=dQ[b, :, h, :],
-                              arrivals=Arrivals[b, h, :], expect=_kv_blocks(k, qrow0, BM, BN, Sq, Sk, causal))
+                store_add(dQacc[b, :, h, :], dq, row=qrow0, col=0)
     mul(dk, dk, scale)
     store(dK[b, :, hk, :], dk, row=kcol0, col=0)
     store(dV[b, :, hk, :], dv, row=kcol0, col=0)
@@ -191,18 +185,12 @@ def attention_bwd_dkdv(k, Q, K, V, dO, L, Delta, dK, dV, scale, *, causal, D, BM
 
 
 @kernel(overlap=Pipelined(stages=2))
-def attention_bwd_fused(k, Q, K, V, dO, L, Delta, dK, dV, dQacc, dQ, Arrivals, scale, *, causal, D, BM=64,
-                        BN=128, finish=True):
+def attention_bwd_fused(k, Q, K, V, dO, L, Delta, dK, dV, dQacc, scale, *, causal, D, BM=64, BN=128):
     """dK and dV as attention_bwd_dkdv, and dQ in the same pass: each query block's dS K is added
-    into dQacc (f32, zeroed by the caller) atomically, FlashAttention-2/3's scheme, and the key block
-    whose addition is a query block's last writes that block of dQ, rounded (Arrivals: (B, H, Sq) i32,
-    zeroed by the caller, counts the additions at each block's first row). Five GEMMs per block
-    instead of the split backward's seven (dQ's kernel recomputes S and dP); dQ's f32 sums are not
-    bitwise reproducible from run to run. Rows of dQ in no query block that a key block visits
-    (causal, Sq > Sk: rows that see no key) are not written. finish=False (a backend's choice, config):
-    dQ and Arrivals are left alone, and the caller rounds dQacc into dQ."""
-    _dkdv(k, Q, K, V, dO, L, Delta, dK, dV, scale, causal, D, BM, BN, dQacc=dQacc, dQ=dQ if finish else None,
-          Arrivals=Arrivals)
+    into dQacc (f32, zeroed by the caller) atomically, FlashAttention-2/3's scheme. Five GEMMs per
+    block instead of the split backward's seven (dQ's kernel recomputes S and dP); dQacc's sums are
+    not bitwise reproducible from run to run."""
+    _dkdv(k, Q, K, V, dO, L, Delta, dK, dV, scale, causal, D, BM, BN, dQacc=dQacc)
 
 
 @kernel(overlap=Pipelined(stages=2))

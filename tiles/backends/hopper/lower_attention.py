@@ -78,7 +78,7 @@ from tiles.core.patterns import Interleave, PingPong, ProducerConsumer
 from . import gemm_probe, runtime
 
 ARCH = runtime.ARCH
-CTYPE = {"bf16": "bf16", "f16": "f16", "f32": "float", "i32": "int"}
+CTYPE = {"bf16": "bf16", "f16": "f16", "f32": "float"}
 SMEM_LIMIT = gemm_probe.SMEM_LIMIT
 RESERVED = {"S", "pos", "cw", "wg_row0", "held", "pid0", "pid1", "pid2", "smem_raw", "alloc", "map", "min", "max",
             "prog", "it", "programs", "grid0", "grid1", "grid2", "release", "heads", "window", "w0", "in_w",
@@ -307,7 +307,7 @@ class WarpSpecializedLowering(Lowering):
         self.reduces: Dict[int, str] = {}
         for o in [n for n in k.walk() if isinstance(n, ir.Op) and n.name == "store_add"
                   and (n.ins[0] in self.flipped or n.ins[0] in self.split_k)]:
-            t, view = o.ins[:2]
+            t, view = o.ins
             P = view.param
             if P.rank > 4 or view.rank != 2 or view.kept[1] != P.rank - 1:
                 self._fail(f"store_add to {view.text()}: TMA adds 2-D windows whose columns are the last axis", o)
@@ -315,11 +315,6 @@ class WarpSpecializedLowering(Lowering):
                 self._fail(f"store_add of {t.name}: a TMA box takes a multiple of 8 rows, at most 256; got {t.rows}", o)
             self._write_map(o, t.rows, f"store_add to {P.name}, which the kernel also loads")
             self.reduces[id(o)] = f"{t.name}_red"
-        # store_add(final=...): the last adder's window goes through a shared buffer (ops.h finish_buf)
-        self.finishes = {id(o): f"{o.ins[2].param.name}_fin" for o in k.walk()
-                         if isinstance(o, ir.Op) and id(o) in self.reduces and len(o.ins) == 4}
-        fin_bytes = sum(o.ins[0].rows * o.ins[0].cols * 4 + 32 for o in k.walk()
-                        if isinstance(o, ir.Op) and id(o) in self.finishes)
         red_bytes = sum(self.consumers * o.ins[0].rows * self._staged_cols(o.ins[0]) * 4 for o in k.walk()
                         if isinstance(o, ir.Op) and id(o) in self.reduces)
         # option tma_store: a 16-bit register tile stored to global memory outside the pipelined loop
@@ -360,7 +355,7 @@ class WarpSpecializedLowering(Lowering):
             # rounded to the struct's 1 KB alignment + 1 KB of slack to align the window's start
             return (sum(t.numel * 2 * (stages if t in self.ring else self.ds_stages if t in self.written else 1)
                         for t in k.tiles if t.kind == "shared") + red_bytes + out_bytes
-                    + -(-(vec_bytes * stages + fin_bytes + 256) // 1024) * 1024 + 1024)
+                    + -(-(vec_bytes * stages + 256) // 1024) * 1024 + 1024)
         if "stages" not in self.options:
             # the ring is at least as deep as declared, deeper while shared memory allows (up to 4):
             # a stage is released only when its last wgmma retires, mid-way through the next iteration
@@ -589,10 +584,7 @@ class WarpSpecializedLowering(Lowering):
             return (f"fill_where({v(n.outs[0])}, {v(n.ins[0])}, [](float x) {{ return x {a['cmp']} "
                     f"{self.fexpr(a['rhs'])}; }}, {self.fexpr(a['value'])});")
         if name == "store_add":
-            t, view = n.ins[:2]
-            if len(n.ins) == 4:
-                self._fail("store_add(final=...): the last arrival's write is lowered for a TMA reduce by the "
-                           "reducer warp (a tile held transposed or summed by warpgroup, option reducer on)", n)
+            t, view = n.ins
             P = view.param
             r, c = view.kept
             if view.rank != 2 or c != P.rank - 1:
@@ -806,12 +798,10 @@ class WarpSpecializedLowering(Lowering):
         it into global memory with a TMA reduce (FlashAttention-3's dQ). Named barrier 4 + cw orders
         the warpgroup's threads around the staging tile; the issuing thread waits for the previous
         reduce to have read it."""
-        t, view = n.ins[:2]
+        t, view = n.ins
         lines: List[str] = []
         self.wait_for([t], pending, lines, pad)
         stage = f"S.{self.reduces[id(n)]}[cw]"
-        if len(n.ins) == 4 and not self.reducer:
-            self._fail("store_add(final=...): the last arrival's write is made by the reducer warp (option reducer)", n)
         if self.reducer:
             return lines + [
                 f"{pad}arch::bar_sync(4 + 2 * cw, 128 + 32);  // the reducer has read the staging tile's last contents",
@@ -876,7 +866,7 @@ class WarpSpecializedLowering(Lowering):
                 lines += self.reducer_lines(n.body, depth + 1)
                 lines.append(f"{pad}}}")
             elif isinstance(n, ir.Op) and id(n) in self.reduces:
-                t, view = n.ins[:2]
+                t, view = n.ins
                 c = self.tma_coords(view, n.attrs["row"], n.attrs["col"])
                 if t not in self.split_k:  # warpgroup w's columns; a split-K partial sum covers the box
                     c[0] = f"{c[0]} + w * WG_ROWS"
@@ -892,42 +882,7 @@ class WarpSpecializedLowering(Lowering):
                           f"{pad}  __syncwarp();",
                           f"{pad}  arch::bar_arrive(4 + 2 * w, 128 + 32);  // ... and read: empty",
                           f"{pad}}}"]
-                if len(n.ins) == 4:
-                    lines += self.finish_lines(n, pad)
         return lines
-
-    def finish_lines(self, n: ir.Op, pad: str) -> List[str]:
-        """store_add(final=...) in the reducer warp, after the window's reduces: once they have
-        completed (the staging tiles were handed back at their reads), the arrival is counted, and the
-        last of `expect` CTAs writes the window's sum into final (ops.h finish_sum). The wait for the
-        writes keeps this warp a block behind at most: the consumers need its hand-back only at their
-        next block's store."""
-        t, view, final, arrivals = n.ins
-        P, F, A = view.param, final.param, arrivals.param
-        r, c = view.kept
-        if final.kept != view.kept or F.rank != P.rank:
-            self._fail(f"store_add: final={final.text()} takes the window where {view.text()} has it", n)
-        row, col = self.expr(n.attrs["row"]), self.expr(n.attrs["col"])
-
-        def at(v: ir.View, rows_axis: int, wrap: bool) -> str:  # the window's first element in v's tensor
-            def st(a):
-                return f"arch::opaque({self.sym_name(v.param.strides[a])})" if wrap else self.sym_name(v.param.strides[a])
-            terms = [f"{self.expr(ix) if isinstance(ir.as_expr(ix), (ir.Sym, ir.Const)) else f'({self.expr(ix)})'} * {st(a)}"
-                     for a, ix in enumerate(v.index) if ix is not None]
-            terms.append(f"({row}) * {st(rows_axis)}")
-            return " + ".join([v.param.name] + terms + ([] if col == "0" or rows_axis == v.param.rank - 1 else [col]))
-        cols = self.sym_name(P.dims[c]) + ("" if col == "0" else f" - ({col})")
-        buf = f"S.{self.finishes[id(n)]}"
-        return [f"{pad}// ... and the last of its adders writes {final.text()}, through {buf} a block later",
-                f"{pad}if (arch::lane_id() == 0) arch::tma_store_wait<0>();  // the window's reduces are done",
-                f"{pad}__syncwarp();",
-                f"{pad}{buf}.store();  // the window this CTA's arrival finished last time: its sums have landed",
-                f"{pad}if (arrive_last({at(arrivals, arrivals.kept[0], True)}, {self.expr(n.attrs['expect'])}))",
-                f"{pad}  // the strides through opaque(): hoisted out of the loops, the window's 64-bit offsets",
-                f"{pad}  // would hold registers the producer warpgroup does not have",
-                f"{pad}  {buf}.load({at(view, r, True)}, {self.sym_name(P.strides[r])},",
-                f"{pad}      {at(final, r, True)}, {self.sym_name(F.strides[r])},",
-                f"{pad}      {self.sym_name(P.dims[r])} - ({row}), {cols});"]
 
     def deferred_mma(self, pad: str, pending: List[_Group], which: str, guard: bool = True) -> List[str]:
         """The loop's last mma, issued for the previous iteration (operands in the held stage). The
@@ -1334,8 +1289,6 @@ class WarpSpecializedLowering(Lowering):
         consumer = self.consumer(k.body, 0, [])
         producer = self.producer(k.body, 0)
         reducer = self.reducer_lines(k.body, 0) if self.reducer else []
-        reducer_pre = [f"S.{b}.init();" for b in self.finishes.values()]
-        reducer_post = [f"S.{b}.store();  // the last window this CTA finished" for b in self.finishes.values()]
         shared = []
         for t in k.tiles:
             if t.kind == "shared":
@@ -1350,10 +1303,6 @@ class WarpSpecializedLowering(Lowering):
             cols = t.cols if t in self.split_k else "WG_ROWS"
             shared.append(f"st<float, {t.rows}, {cols}> {self.reduces[id(o)]}[CONSUMERS];  // "
                           f"{part}, for the TMA reduce into {o.ins[1].param.name}")
-        for o in [x for x in k.walk() if isinstance(x, ir.Op) and id(x) in self.finishes]:
-            t, F = o.ins[0], o.ins[2].param
-            shared.append(f"finish_buf<{t.rows}, {t.cols}, {CTYPE[F.dtype.name]}> {self.finishes[id(o)]};  // the last "
-                          f"adder's window of {o.ins[1].param.name}, on its way into {F.name}")
         for n in [x for x in self.loop.body if isinstance(x, ir.Op) and id(x) in self.vec_tma]:
             shared.append(f"sv<{n.outs[0].rows}> {self.vec_tma[id(n)]}[STAGES];  // {n.outs[0].name}'s window of "
                           f"{n.ins[0].param.name} in each ring stage")
@@ -1378,8 +1327,7 @@ class WarpSpecializedLowering(Lowering):
             and any(isinstance(x, ir.View) and x.param is P for x in n.ins) for n in k.walk())]
         sig = [f"const __grid_constant__ tma_map {m}" for _, m, _, _ in params]
         for P in ptr_params:
-            const = "" if any(isinstance(n, ir.Op) and n.name in writes and any(x.param is P for x in n.ins[1:])
-                              for n in k.walk()) else "const "
+            const = "" if any(isinstance(n, ir.Op) and n.name in writes and n.ins[1].param is P for n in k.walk()) else "const "
             sig.append(f"{const}{CTYPE[P.dtype.name]}* __restrict__ {P.name}")
         for P in k.params:
             sig += [f"int {self.sym_name(d)}" for d in P.dims]
@@ -1398,7 +1346,6 @@ class WarpSpecializedLowering(Lowering):
         ctx = dict(name=name, ir_text=k.text(), ir_name=k.name, pattern=k.pattern.describe(), BM=BM,
                    WG_ROWS=self.WG_ROWS, consumers=self.consumers, stages=self.stages, pingpong=self.pingpong,
                    n_once=max(1, len(self.once)), shared=shared, sig=sig, decls=decls, producer=producer, reducer=reducer,
-                   reducer_pre=reducer_pre, reducer_post=reducer_post,
                    whole_tile_stores=self.options.get("whole_tile_stores", False), wide_stores=self.wide_stores,
                    stmatrix=bool(self.options.get("stmatrix", True)), smem_bytes=self.smem_bytes,
                    consumer=consumer, consumer_pre=pre, consumer_post=post, maps=[m for _, m, _, _ in params],
@@ -1444,11 +1391,6 @@ class WarpSpecializedLowering(Lowering):
             # H200 (bench/hopper_notes.md, tile sweep); 64 keys a block at D = 128 keep S, dP and dQ
             # in registers, 128 keys at D = 64
             return {"BM": 128, "BN": 64 if D == 128 else 128}
-        if kernel == "attention_bwd_fused" and D == 128:
-            # each query block's last adder writes its dQ through a shared buffer of 64 x 128 floats
-            # (32 KB, finish_buf), which would cost the D = 128 kernel its third ring stage: there
-            # dQacc is rounded into dQ after the kernel
-            return {"finish": False}
         return {}
 
     # schedule options per (kernel, head dim) the tile sweep measured better than the pattern's default

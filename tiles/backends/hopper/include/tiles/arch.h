@@ -93,9 +93,6 @@ __device__ __forceinline__ float rsqrt(float x) {
 __device__ __forceinline__ float shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
 __device__ __forceinline__ u32 shfl_xor(u32 v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
 __device__ __forceinline__ float shfl(float v, int src_lane) { return __shfl_sync(0xffffffffu, v, src_lane); }
-__device__ __forceinline__ int shfl(int v, int src_lane) { return __shfl_sync(0xffffffffu, v, src_lane); }
-// the warp's lanes meet here; memory they touched before is ordered before what they touch after
-__device__ __forceinline__ void warp_sync() { __syncwarp(); }
 
 // ---------------------------------------------------------------- global memory (simt.h)
 // 16 bytes from global memory the kernel never writes: the non-coherent path, not kept in L1 (a
@@ -236,30 +233,6 @@ template <int N> __device__ __forceinline__ void tma_store_wait_read() {
 // Wait until at most N committed store groups are still in flight (writes visible in global memory).
 template <int N> __device__ __forceinline__ void tma_store_wait() {
   asm volatile("cp.async.bulk.wait_group %0;" ::"n"(N) : "memory");
-}
-// After tma_store_wait<0>: the async proxy's completed global writes (TMA stores, reduces) ordered
-// before this thread's generic accesses that follow, so that a release passes them on to other CTAs.
-__device__ __forceinline__ void fence_proxy_async_global() { asm volatile("fence.proxy.async.global;" ::: "memory"); }
-// *p += v at GPU scope, returning the old value; release: what this thread saw written before is visible
-// to a CTA that reads the new count; acquire: what the earlier adders released is visible to this one.
-__device__ __forceinline__ int atomic_add_acq_rel(int* p, int v) {
-  int old;
-  asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
-  return old;
-}
-// ---------------------------------------------------------------- cp.async (16 bytes a thread)
-// global -> shared through L2 only (.cg: data other CTAs wrote, past this SM's L1), tracked in the
-// thread's cp.async groups; no registers hold the data on its way
-__device__ __forceinline__ void cp_async_16(u32 dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
-// x, as a value the compiler cannot see through: what is computed from it stays where it is written
-// (a rare branch's 64-bit offsets, which hoisted out of a loop would hold registers across it)
-__device__ __forceinline__ long long opaque(long long x) {
-  asm volatile("" : "+l"(x));
-  return x;
 }
 __device__ __forceinline__ void tma_prefetch_map(const tma_map* map) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(map) : "memory");
