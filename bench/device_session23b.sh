@@ -1,4 +1,5 @@
 #!/bin/sh
+# Ran at a9c1e28 (reverted after this session's measurements: see bench/hopper_notes.md, session 23).
 # Session 23, second call: the fused backward's dQ written by each query block's last adder (no
 # conversion pass). The attention GPU tests (with the bitwise last-adder test), compute-sanitizer over
 # the fused workload, the kernel times around the backward again, and the standard suite once.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# Ran at ea7e846 (reverted after this session's measurements: see bench/hopper_notes.md, session 23).
 # Session 23, fourth call: the last adder's dQ through a shared buffer a block later (finish_buf), at
 # D = 64. The attention GPU tests, the kernel alone against session 22's form (fused_bounds:
 # persist_noarrive), kernel times around the backward, and the standard suite once.

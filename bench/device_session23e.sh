@@ -1,4 +1,5 @@
 #!/bin/sh
+# Ran at 57d6e79 (reverted after this session's measurements: see bench/hopper_notes.md, session 23).
 # Session 23, fifth call: what the arrival costs in the finish_buf form (23d: 4.7x slower than without
 # it at D = 64, 4k): the kernel alone without the finish's load, with a plain atomic whose value is
 # read, and with one whose value is not (fused_bounds nofinish / retonly / redonly).

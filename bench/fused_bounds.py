@@ -58,6 +58,10 @@ _LOADS = ("          load(lse_next, L + pid2 * L_stride0 + (pid1 * (Q_shape2 / K
 _DS_BAR = "          arch::bar_sync(8 + cw, 128);  // this warpgroup's rows of dss are in (only it reads them)\n"
 EDITS["noload"] = [(x, "") for x in _LOADS]
 EDITS["pfmid"] = [(x, "") for x in _LOADS] + [(_DS_BAR, _DS_BAR + "".join(_LOADS))]
+# session 23: how much slack the reducer warp has. `slowred`: it sleeps 300 ns after handing each
+# staging tile back (600 ns a block, of about 1.5 us); with `noreduce` (above) it has no reduce to wait for
+EDITS["slowred"] = [("arch::bar_arrive(4 + 2 * w, 128 + 32);  // ... and read: empty",
+                     "arch::bar_arrive(4 + 2 * w, 128 + 32);  // ... and read: empty\n__nanosleep(300);")]
 # BOUNDS=name,name,...: only these variants (split always)
 ONLY = set(filter(None, os.environ.get("BOUNDS", "").split(",")))
 
@@ -103,7 +107,9 @@ def fused(args, causal, persistent=False, edit=None):
 
 def main():
     D, H = 64, 32
-    for causal, S in ((False, 4096), (False, 16384), (True, 16384)):
+    # FB_CASES=0:4096,1:16384: only these (causal:S) cases
+    cases = [(bool(int(c)), int(n)) for c, n in (x.split(":") for x in os.environ.get("FB_CASES", "").split(",") if x)]
+    for causal, S in cases or ((False, 4096), (False, 16384), (True, 16384)):
         B = 16384 // S
         sets = []
         for i in range(3):
@@ -116,7 +122,8 @@ def main():
             sets.append(((q, k, v, do, lse, delta), outs))
         fns, check = {}, {}
         for name in ("split", "dkdv", "fused", "persist", "noreduce", "nodq", "persist_nodq", "shift", "persist_shift",
-                     "persist_nodqscale", "persist_nostsm", "persist_noload", "persist_pfmid", "persist_nopf", "persist_vt"):
+                     "persist_nodqscale", "persist_nostsm", "persist_noload", "persist_pfmid", "persist_nopf", "persist_vt",
+                     "persist_noreduce", "persist_slowred"):
             if causal and "shift" in name or ONLY and name not in ONLY | {"split"}:
                 continue
             gos = []

@@ -11,7 +11,8 @@ from tiles.kernels import attention_bwd_dkdv, attention_bwd_dq, attention_bwd_fu
 
 
 @pytest.mark.parametrize("B,Sq,Sk,H,Hkv,D,causal", [(1, 100, 130, 4, 2, 64, True), (2, 70, 70, 2, 2, 64, False),
-                                                    (1, 130, 90, 2, 1, 64, True), (1, 64, 64, 1, 1, 128, False)])
+                                                    (1, 130, 90, 2, 1, 64, True), (1, 64, 64, 1, 1, 128, False),
+                                                    (1, 200, 60, 2, 1, 64, True)])  # two blocks see no key
 def test_fused_matches_split(B, Sq, Sk, H, Hkv, D, causal):
     be = backends.get("interp")
     g = torch.Generator().manual_seed(B * Sq + Sk)
