@@ -1,4 +1,5 @@
 #!/bin/sh
+# Ran at f0c922d (reverted after it: no faster, see bench/hopper_notes.md, session 23).
 # Session 23, seventh call: the fused backward's preparation zeroes dQacc (attention_bwd_prep_fused,
 # one launch fewer). The attention and SIMT GPU tests, memcheck over the fused workload, kernel times
 # around the backward, and the standard suite twice.

@@ -29,7 +29,6 @@ def _examples():
                       t(4096, 32, dtype=f32), t(32, 1, 32, dtype=f32).expand(32, 128, 32), t(4096, 4096)), {}),
         "attention_fwd": ((q, q, q, q, lse, D**-0.5), {"causal": True, "D": D}),
         "attention_bwd_prep": ((q, q, lse), {"D": D}),
-        "attention_bwd_prep_fused": ((q, q, lse, t(B, S, H, D, dtype=f32)), {"D": D}),
         "attention_bwd_dkdv": ((q, q, q, q, lse, lse, q, q, D**-0.5), {"causal": True, "D": D}),
         "attention_bwd_dq": ((q, q, q, q, lse, lse, q, D**-0.5), {"causal": True, "D": D}),
         "attention_bwd_fused": ((q, q, q, q, lse, lse, q, q, t(B, S, H, D, dtype=f32), D**-0.5),

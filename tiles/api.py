@@ -8,8 +8,7 @@ from typing import Optional
 import torch
 
 from . import backends, validate
-from .kernels import (attention_bwd_dkdv, attention_bwd_dq, attention_bwd_fused, attention_bwd_prep,
-                      attention_bwd_prep_fused, attention_fwd,
+from .kernels import (attention_bwd_dkdv, attention_bwd_dq, attention_bwd_fused, attention_bwd_prep, attention_fwd,
                       gemm as gemm_k, gemm_fp8 as gemm_fp8_k, layernorm as layernorm_k, rotary as rotary_k)
 
 
@@ -89,17 +88,13 @@ def _attention_bwd_impl(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: t
         do = do.contiguous()
     delta = _empty((B, H, Sq), torch.float32, q.device)
     problem = dict(D=D, causal=causal, Sq=Sq, Sk=k.shape[1], B=B, Hkv=k.shape[2])
-    fused = backends.get(backend).supports("attention_bwd_fused", **problem)
-    if fused:  # dQ's f32 sums, zeroed by the preparation
-        dq_acc = _empty(q.shape, torch.float32, q.device)
-        _launch(backend, attention_bwd_prep_fused, problem, out, do, delta, dq_acc, D=D)
-    else:
-        _launch(backend, attention_bwd_prep, problem, out, do, delta, D=D)
+    _launch(backend, attention_bwd_prep, problem, out, do, delta, D=D)
     if dlse is not None:
         # d lse / d scores = P, so a gradient on the LSE joins softmax's row term: dS = P ∘ (dP − (Δ − dlse)).
         delta -= dlse.to(torch.float32)
-    if fused:
+    if backends.get(backend).supports("attention_bwd_fused", **problem):
         # dQ in the dK/dV pass, added up in f32 across key blocks (5 GEMMs a block instead of 7)
+        dq_acc = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
         _launch(backend, attention_bwd_fused, problem, q, k, v, do, lse, delta, dk, dv, dq_acc, scale,
                 causal=causal, D=D)
         return dq.copy_(dq_acc), dk, dv

@@ -19,7 +19,7 @@ from tiles.core.lang import (col_max, col_sum, exp, fill, fill_where, load, mask
 from tiles.core.lowering import LoweringError
 from tiles.core.patterns import Pipelined
 from tiles.core.trace import kernel
-from tiles.kernels import SUITE, attention_bwd_prep, attention_bwd_prep_fused, layernorm, rotary
+from tiles.kernels import SUITE, attention_bwd_prep, layernorm, rotary
 from tiles.backends.hopper import lower_simt
 from tiles.backends.hopper.backend import LOWERINGS
 
@@ -85,14 +85,12 @@ CASES = {
     "rotary_64_bf16_tables": (rotary, *rotary_args(64, torch.bfloat16, torch.bfloat16)),
     "attention_bwd_prep_128": (attention_bwd_prep, *prep_args()),
     "attention_bwd_prep_64_f16": (attention_bwd_prep, *prep_args(64, torch.float16)),
-    "attention_bwd_prep_fused_64": (attention_bwd_prep_fused,
-                                    prep_args(64)[0] + (meta(2, 1024, 16, 64, dtype=torch.float32),), dict(D=64)),
     "user_kernel": (masked_softmax_stats, (meta(500, 300, dtype=torch.float32), meta(500, 300), meta(300, dtype=torch.float32)), {}),
 }
 
 
-def test_the_simt_suite_kernels_are_registered():
-    for name in ("layernorm", "rotary", "attention_bwd_prep", "attention_bwd_prep_fused"):
+def test_the_three_suite_kernels_are_registered():
+    for name in ("layernorm", "rotary", "attention_bwd_prep"):
         assert issubclass(LOWERINGS[name], lower_simt.SimtLowering)
         assert backends.get("hopper").supports(name)
 

@@ -1,6 +1,5 @@
 """The kernel suite, written once against the tile language. No file here names a vendor."""
-from .attention import (attention_bwd_dkdv, attention_bwd_dq, attention_bwd_fused, attention_bwd_prep,
-                        attention_bwd_prep_fused, attention_fwd)
+from .attention import attention_bwd_dkdv, attention_bwd_dq, attention_bwd_fused, attention_bwd_prep, attention_fwd
 from .gemm import gemm
 from .gemm_fp8 import gemm_fp8
 from .layernorm import layernorm
@@ -11,7 +10,6 @@ SUITE = {
     "gemm_fp8": gemm_fp8,
     "attention_fwd": attention_fwd,
     "attention_bwd_prep": attention_bwd_prep,
-    "attention_bwd_prep_fused": attention_bwd_prep_fused,
     "attention_bwd_dkdv": attention_bwd_dkdv,
     "attention_bwd_dq": attention_bwd_dq,
     "attention_bwd_fused": attention_bwd_fused,

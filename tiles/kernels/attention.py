@@ -83,7 +83,9 @@ def attention_fwd(k, Q, K, V, O, L, scale, *, causal, D, BM=128, BN=128):
     store(L[b, h, :], alpha, row=row0)
 
 
-def _prep(k, O, dO, Delta, D, BM, dQacc=None):
+@kernel(overlap=Pipelined(stages=1))
+def attention_bwd_prep(k, O, dO, Delta, *, D, BM=64):
+    """Delta[b, h, r] = sum_d dO[r, d] · O[r, d], the row term of softmax's backward."""
     Bsz, Sq, H = O.shape[0], O.shape[1], O.shape[2]
     k.grid(k.cdiv(Sq, BM), H, Bsz)
     row0, h, b = k.program_id(0) * BM, k.program_id(1), k.program_id(2)
@@ -95,23 +97,6 @@ def _prep(k, O, dO, Delta, D, BM, dQacc=None):
     mul(o, o, do)
     row_sum(delta, o)
     store(Delta[b, h, :], delta, row=row0)
-    if dQacc is not None:
-        zero(o)
-        store(dQacc[b, :, h, :], o, row=row0, col=0)
-
-
-@kernel(overlap=Pipelined(stages=1))
-def attention_bwd_prep(k, O, dO, Delta, *, D, BM=64):
-    """Delta[b, h, r] = sum_d dO[r, d] · O[r, d], the row term of softmax's backward."""
-    _prep(k, O, dO, Delta, D, BM)
-
-
-@kernel(overlap=Pipelined(stages=1))
-def attention_bwd_prep_fused(k, O, dO, Delta, dQacc, *, D, BM=64):
-    """attention_bwd_prep, and the same rows of dQacc (B, Sq, H, D f32) zeroed: attention_bwd_fused's
-    sums start from zero without a fill of their own, FlashAttention-3's preprocessing (one launch
-    fewer; the bytes are the same)."""
-    _prep(k, O, dO, Delta, D, BM, dQacc=dQacc)
 
 
 def _probabilities(k, s, p, q, kt, lse, qrow0, kcol0, Sq, Sk, scale, causal):

@@ -27,7 +27,7 @@ from .gemm_probe import INCLUDE_DIR, TEMPLATE_DIR
 TEMPLATE_VERSION = "cdna-simt-1"
 DEFAULT_ARCH = "gfx942"
 ARCHES = ("gfx942", "gfx950")
-SIMT_KERNELS = ("layernorm", "rotary", "attention_bwd_prep", "attention_bwd_prep_fused")  # the suite kernels this lowering serves
+SIMT_KERNELS = ("layernorm", "rotary", "attention_bwd_prep")  # the suite kernels this lowering serves
 ELEMS_PER_THREAD = 16  # of the largest tile: a few such tiles live at once stay far below 256 VGPRs
 MAX_THREADS = 1024
 

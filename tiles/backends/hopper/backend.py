@@ -160,8 +160,7 @@ class HopperBackend(Backend):
 # `launch(backend, kfn, *args, **kwargs)` as a classmethod, and optionally `config(**problem)`.
 LOWERINGS = {"gemm": HopperLowering, "gemm_fp8": Fp8GemmLowering}
 # kernels without mma: the generic op-by-op lowering (lower_simt.py)
-LOWERINGS.update({"layernorm": LayerNormLowering, "rotary": SimtLowering, "attention_bwd_prep": SimtLowering,
-                  "attention_bwd_prep_fused": SimtLowering})
+LOWERINGS.update({"layernorm": LayerNormLowering, "rotary": SimtLowering, "attention_bwd_prep": SimtLowering})
 # kernels with a pipelined loop feeding wgmma: the warp-specialized op-by-op lowering (lower_attention.py);
 # attention_bwd_dkdv through it with its score tiles held transposed (FlashAttention-3's swapped backward)
 LOWERINGS.update({"attention_fwd": WarpSpecializedLowering, "attention_bwd_dq": WarpSpecializedLowering,

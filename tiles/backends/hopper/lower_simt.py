@@ -109,7 +109,7 @@ class SimtLowering(Lowering):
     def config(cls, kernel: Optional[str] = None, **_) -> dict:
         # attention_bwd_prep: 16 rows a block, not 64: more blocks in flight for a memory-bound
         # reduction, 1.05-1.14x on the H200 (bench/hopper_notes.md, tile sweep)
-        return {"BM": 16} if kernel in ("attention_bwd_prep", "attention_bwd_prep_fused") else {}
+        return {"BM": 16} if kernel == "attention_bwd_prep" else {}
 
     def __init__(self, kernel: ir.Kernel, arch: Optional[str] = None, **options):
         super().__init__(kernel, arch or ARCH)
