@@ -3,6 +3,7 @@ one, as speed bounds beside the split kernels and cuDNN.
 
     PYTHONPATH=.:bench:tests/hopper python3 bench/fused_bounds.py
     BOUNDS=persist,persist_nostsm,cudnn ... (only these, and the split kernels)
+    FB_CASES=0:4096,1:4096 ... (only these causal:S cases; default non-causal 4k and 16k, causal 16k)
 
 The fused kernel's generated source, with one CTA a program or walked persistently (as launched), with
 one change (those marked * compute no attention; everything else is the kernel as launched):
@@ -16,7 +17,8 @@ one change (those marked * compute no attention; everything else is the kernel a
   at its start) (session 21); `vt`: the option vec_tma (LSE and Delta by the producer's TMA, session 22);
 * `shift`: each key block's walk over the query blocks starts at its own place, (kb + pid0 * NQ /
   grid0) mod NQ, so that the CTAs running at once add into different dQ rows (non-causal only;
-  exact: only the order of dQacc's additions changes).
+  exact: only the order of dQacc's additions changes); `slowred`: the reducer warp sleeps 300 ns after
+  each staging tile's hand-back, 600 ns a block (session 23: how much slack it has).
 `dkdv` is the split backward's dK/dV kernel alone (its dQ then the split's, from the call before).
 The kernels alone (no preparation, no dQacc zeroing or conversion), timed interleaved
 (hopper_gemm_tiles.timed: 20 launches behind a sleep, medians), at B·S = 16k tokens, H·D = 2048;
