@@ -18,9 +18,7 @@ one change (those marked * compute no attention; everything else is the kernel a
 * `shift`: each key block's walk over the query blocks starts at its own place, (kb + pid0 * NQ /
   grid0) mod NQ, so that the CTAs running at once add into different dQ rows (non-causal only;
   exact: only the order of dQacc's additions changes); `slowred`: the reducer warp sleeps 300 ns after
-  each staging tile's hand-back, 600 ns a block (session 23: how much slack it has); `redv2`: the option
-  reduce_tma off (each warpgroup adds its partial dQ from registers, a pair a red.global.add.v2.f32: no
-  staging tile, no reducer warp).
+  each staging tile's hand-back, 600 ns a block (session 23: how much slack it has).
 `dkdv` is the split backward's dK/dV kernel alone (its dQ then the split's, from the call before).
 The kernels alone (no preparation, no dQacc zeroing or conversion), timed interleaved
 (hopper_gemm_tiles.timed: 20 launches behind a sleep, medians), at B·S = 16k tokens, H·D = 2048;
@@ -97,8 +95,6 @@ def fused(args, causal, persistent=False, edit=None):
         opts, edit = {**opts, "prefetch": False}, None
     if edit == "vt":  # an option: LSE and Delta into the ring stages by the producer's TMA (session 22)
         opts, edit = {**opts, "vec_tma": True}, None
-    if edit == "redv2":  # an option: dQ added from registers, a pair a red.global.add.v2.f32 (session 23)
-        opts, edit = {**opts, "reduce_tma": False}, None
     kw = dict(causal=causal, D=64, **W.config("attention_bwd_fused", D=64))
     base = W.prepare(attention_bwd_fused, *args, options=opts, **kw)
     if edit is None:
@@ -129,7 +125,7 @@ def main():
         fns, check = {}, {}
         for name in ("split", "dkdv", "fused", "persist", "noreduce", "nodq", "persist_nodq", "shift", "persist_shift",
                      "persist_nodqscale", "persist_nostsm", "persist_noload", "persist_pfmid", "persist_nopf", "persist_vt",
-                     "persist_noreduce", "persist_slowred", "persist_redv2"):
+                     "persist_noreduce", "persist_slowred"):
             if causal and "shift" in name or ONLY and name not in ONLY | {"split"}:
                 continue
             gos = []

@@ -188,7 +188,7 @@ class WarpSpecializedLowering(Lowering):
         # launch-time overrides (benchmark variants): stages, consumers, pingpong
         known = {"stages", "consumers", "pingpong", "rotate", "hoist", "persistent", "order", "fold", "early_release",
                  "window", "continuous_turns", "uniform_warpgroup", "tree_max", "prefetch", "ds_stages",
-                 "reducer", "whole_tile_stores", "peel", "wide_stores", "tma_store", "reduce_tma",
+                 "reducer", "whole_tile_stores", "peel", "wide_stores", "tma_store",
                  "stmatrix", "vec_tma"}
         unknown = set(self.options) - known
         if unknown:
@@ -306,7 +306,7 @@ class WarpSpecializedLowering(Lowering):
         # f32 tile per consumer warpgroup (its columns of the logical tile), and added by a TMA reduce
         self.reduces: Dict[int, str] = {}
         for o in [n for n in k.walk() if isinstance(n, ir.Op) and n.name == "store_add"
-                  and (n.ins[0] in self.flipped or n.ins[0] in self.split_k and self.options.get("reduce_tma", True))]:
+                  and (n.ins[0] in self.flipped or n.ins[0] in self.split_k)]:
             t, view = o.ins
             P = view.param
             if P.rank > 4 or view.rank != 2 or view.kept[1] != P.rank - 1:
@@ -590,9 +590,8 @@ class WarpSpecializedLowering(Lowering):
             if view.rank != 2 or c != P.rank - 1:
                 self._fail("store_add: the tile's columns must be the view's last axis", n)
             a = n.attrs
-            row = self.expr(a["row"]) if t in self.split_k else self.row(a["row"])  # a partial sum has every row
             return (f"store_add({self.view_ptr(view)}, {self.sym_name(P.strides[r])}, {self.sym_name(P.dims[r])}, "
-                    f"{self.sym_name(P.dims[c])}, {v(t)}, {row}, {self.expr(a['col'])});")
+                    f"{self.sym_name(P.dims[c])}, {v(t)}, {self.row(a['row'])}, {self.expr(a['col'])});")
         if name in ("store", "load") and any(t in self.flipped for t in _tiles_of(n) if t.kind == "reg"):
             self._fail(f"{name} of a register tile held transposed is not lowered", n)
         if name == "store":

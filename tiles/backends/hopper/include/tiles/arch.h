@@ -153,12 +153,6 @@ __device__ __forceinline__ void stmatrix_x4(u32 addr, u32 r0, u32 r1, u32 r2, u3
                :: "r"(addr), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
 }
 
-// ---------------------------------------------------------------- global reductions
-// p[0], p[1] += x, y atomically (relaxed, GPU scope), one 8-byte reduction done by the L2; p 8-byte aligned
-__device__ __forceinline__ void red_add_v2(float* p, float x, float y) {
-  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(x), "f"(y) : "memory");
-}
-
 // ---------------------------------------------------------------- fences and named barriers
 // Ordinary st.shared writes that wgmma or TMA (the async proxy) read next need this in the writer.
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }

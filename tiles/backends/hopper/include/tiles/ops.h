@@ -570,21 +570,15 @@ template <typename U, int RD, int C, int SW, typename T, int R>
 __device__ __forceinline__ void store(st<U, RD, C, SW>& dst, int dst_row0, const rt<T, R, C>& src) {
   store(dst, dst_row0, src, 0);
 }
-// dst[row0 + r, col0 + c] += src[r, c] atomically, for row0 + r < nrows and col0 + c < ncols: a pair a
-// red.global.add.v2.f32 where both lie inside and the pair is 8-byte aligned, else an element a
-// red.global.add.f32. (A tile held transposed goes through reduce_add_async.)
+// dst[row0 + r, col0 + c] += src[r, c] atomically (one red.global.add.f32 an element), for
+// row0 + r < nrows and col0 + c < ncols. (A tile held transposed goes through reduce_add_async.)
 template <typename T, int R, int C>
 __device__ __forceinline__ void store_add(float* dst, long long ld, int nrows, int ncols, const rt<T, R, C>& src,
                                           int row0, int col0) {
-  const bool pairs = ld % 2 == 0 && reinterpret_cast<unsigned long long>(dst) % 8 == 0 && col0 % 2 == 0;
   each_pair(src, row0, col0, [&](int s, int p, int r, int c) {
     if (r >= nrows) return;
     const float2 x = load_pair<T>(src.v[s][p]);
     float* q = dst + (long long)r * ld + c;
-    if (pairs && c + 1 < ncols) {
-      arch::red_add_v2(q, x.x, x.y);
-      return;
-    }
     if (c < ncols) atomicAdd(q, x.x);
     if (c + 1 < ncols) atomicAdd(q + 1, x.y);
   });
