@@ -99,6 +99,20 @@ def _tma_ready(t) -> bool:
             and all(st * t.element_size() % 16 == 0 for st in t.stride()[:-1]))
 
 
+def _rank4(t, align: int):
+    """A tensor map's dims and element strides, innermost axis first, padded to rank 4. Axes of extent
+    1 are only ever read at coordinate 0, so any legal stride will do: past the tensor's end, rounded
+    up to `align` elements (16 bytes or more)."""
+    dims = list(reversed(t.shape)) + [1] * (4 - t.dim())
+    strides = list(reversed(t.stride())) + [0] * (4 - t.dim())
+    big = max([int(st) * int(n) for st, n in zip(t.stride(), t.shape)] + [align])
+    big = -(-big // align) * align
+    for i in range(1, 4):
+        if dims[i] == 1:
+            strides[i] = big
+    return dims, strides
+
+
 def _tiles_of(op: ir.Op) -> List[ir.Tile]:
     return [x for x in op.outs + op.ins if isinstance(x, ir.Tile)]
 
@@ -1507,27 +1521,13 @@ class WarpSpecializedLowering(Lowering):
             if a[0] == "tma":
                 _, m, P, rows, kept_row = a
                 t = tensors[P.name]
-                dims = list(reversed(t.shape)) + [1] * (4 - t.dim())
-                strides = list(reversed(t.stride())) + [0] * (4 - t.dim())
                 box = [128 // t.element_size(), 1, 1, 1]  # one 128-byte swizzle line
                 box[t.dim() - 1 - kept_row] = rows
-                # axes of extent 1 are only ever read at coordinate 0: any legal stride will do
-                big = max([int(st) * int(n) for st, n in zip(t.stride(), t.shape)] + [8])
-                big = (big + 7) // 8 * 8
-                for i in range(1, 4):
-                    if dims[i] == 1:
-                        strides[i] = big
-                argv.append(runtime.tensor_map(t, box, 128, dims=dims, strides=strides))
+                argv.append(runtime.tensor_map(t, box, 128, *_rank4(t, 8)))
             elif a[0] == "tma_vec":  # one unswizzled box along the last axis
                 _, m, P, rows = a
                 t = tensors[P.name]
-                dims = list(reversed(t.shape)) + [1] * (4 - t.dim())
-                strides = list(reversed(t.stride())) + [0] * (4 - t.dim())
-                big = max([int(st) * int(n) for st, n in zip(t.stride(), t.shape)] + [4])
-                for i in range(1, 4):
-                    if dims[i] == 1:
-                        strides[i] = (big + 3) // 4 * 4
-                argv.append(runtime.tensor_map(t, [rows, 1, 1, 1], 0, dims=dims, strides=strides))
+                argv.append(runtime.tensor_map(t, [rows, 1, 1, 1], 0, *_rank4(t, 4)))
             elif a[0] == "ptr":
                 argv.append(runtime.arg_ptr(tensors[a[1].name]))
             elif a[0] == "dim":
