@@ -59,7 +59,8 @@ def test_one_shot_tiles_are_released_in_the_last_iteration():
     assert "if (kb + 1 == kb_stop) release(S.once_empty[0]);" in src  # q, after S = Q Kᵀ retires
     assert "if (kb_stop <= 0) release(S.once_empty[0]);" in src  # a program with no key block
     assert src.count("release(S.once_empty[0])") == 2
-    dq = _lower(D=128, causal=True, kernel="dq", launched=True).source
+    opts = {**WarpSpecializedLowering.SCHEDULES[("attention_bwd_dq", 128)], "resident": False}
+    dq = _lower(D=128, causal=True, kernel="dq", launched=True, options=opts).source
     assert "if (kb + 1 == kb_stop) release(S.once_empty[1]);" in dq  # dO, after dP = dO Vᵀ retires
     # K, V of dK/dV are read across the query-head loop around the pipelined loop: released after it
     dkdv = _lower(D=128, causal=True, kernel="dkdv", launched=True).source
@@ -68,6 +69,32 @@ def test_one_shot_tiles_are_released_in_the_last_iteration():
     assert "once_empty" not in _lower(D=128, causal=True, options={"persistent": False}).source.split("consumers:")[1]
     late = _lower(D=128, causal=True, options={"early_release": False}).source
     assert "kb_stop" not in late and "release(S.once_empty[0]);  // q is read no more this tile" in late
+
+
+def test_resident_a_operands_are_read_from_registers():
+    """Option resident: a one-shot tile that is an untransposed A operand in the loop is loaded into
+    registers once a program; its wgmmas take the register form, and a tile nothing else reads from
+    shared memory is released right after the load instead of after the loop."""
+    opts = {**WarpSpecializedLowering.SCHEDULES[("attention_bwd_dq", 128)], "resident": True}
+    dq = _lower(D=128, causal=True, kernel="dq", launched=True, options=opts).source
+    body = dq.split("consumers:")[1]
+    for t, i in (("q", 0), ("do", 1)):
+        assert f"rt<bf16, WG_ROWS, 128> {t}_a;" in dq
+        load = body.index(f"load({t}_a, S.{'do_' if t == 'do' else t}, wg_row0);")
+        assert body.index(f"wait(S.once[{i}], it & 1);") < load < body.index(f"release(S.once_empty[{i}]);")
+        assert body.count(f"release(S.once_empty[{i}])") == 1  # not again after the loop
+    assert "mma_ABt(s, q_a, S.kt[pos.stage], false);" in dq and "mma_ABt(dp, do_a, S.vt[pos.stage], false);" in dq
+    # the fused kernel at D = 64: K and V in registers; K is still dQ's B operand in shared memory, so it
+    # is released after the loop, V as soon as it is loaded
+    fused = _lower(D=64, causal=False, kernel="fused", launched=True).source
+    assert "mma_ABt(s, kt_a, S.q[pos.stage], false);" in fused and "mma_ABt(dp, vt_a, S.do_[pos.stage], false);" in fused
+    assert "mma_AtB_slice<WG_ROWS>(dq, S.dss[dsb], S.kt, wg_row0, false);" in fused
+    assert "release(S.once_empty[0]);  // kt is read no more this tile" in fused
+    assert fused.index("release(S.once_empty[1]);") < fused.index("for (int kb = 0;", fused.index("consumers:"))
+    # without the option, both from shared memory
+    plain = _lower(D=64, causal=False, kernel="fused", launched=True,
+                   options={**WarpSpecializedLowering.SCHEDULES[("attention_bwd_fused", 64)], "resident": False}).source
+    assert "kt_a" not in plain and "mma_ABt(s, S.kt, wg_row0, S.q[pos.stage], false);" in plain
 
 
 @pytest.mark.parametrize("scale", [0.09, -0.09, 0.0])
@@ -529,8 +556,8 @@ def test_tma_store_is_launched_where_measured_faster():
     assert W.schedule("attention_fwd", 128, (q(512),), causal=True) == {"tma_store": True}
     assert "tma_store" not in (W.schedule("attention_fwd", 128, (q(1024),), causal=True) or {})
     assert "tma_store" not in (W.schedule("attention_fwd", 64, (q(512), q(512), q(512), q(512, 2), lse, 0.1)) or {})
-    assert W.schedule("attention_bwd_dq", 128, (q(4096),)) == {"pingpong": True, "tma_store": True}
-    assert W.schedule("attention_bwd_dq", 128, (q(4096, 2),)) == {"pingpong": True}
+    assert W.schedule("attention_bwd_dq", 128, (q(4096),)) == {"pingpong": True, "tma_store": True, "resident": True}
+    assert W.schedule("attention_bwd_dq", 128, (q(4096, 2),)) == {"pingpong": True, "resident": True}
     assert W.schedule("attention_bwd_dkdv", 128, (q(512),)) == W.SCHEDULES[("attention_bwd_dkdv", 128)]
 
 

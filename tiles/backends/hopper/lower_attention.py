@@ -203,7 +203,7 @@ class WarpSpecializedLowering(Lowering):
         known = {"stages", "consumers", "pingpong", "rotate", "hoist", "persistent", "order", "fold", "early_release",
                  "window", "continuous_turns", "uniform_warpgroup", "tree_max", "prefetch", "ds_stages",
                  "reducer", "whole_tile_stores", "peel", "wide_stores", "tma_store",
-                 "stmatrix", "vec_tma"}
+                 "stmatrix", "vec_tma", "resident"}
         unknown = set(self.options) - known
         if unknown:
             self._fail(f"unknown options {sorted(unknown)} (known: {sorted(known)})")
@@ -649,6 +649,55 @@ class WarpSpecializedLowering(Lowering):
         ptr = P.name + "".join(f" + {x}" for x in terms)
         return f"load({dst}, {ptr}, {self.sym_name(P.strides[r])}, {self.sym_name(P.dims[r])}, {at});"
 
+    def wgmma_operands(self, n: ir.Op) -> Tuple[ir.Tile, bool, ir.Tile, bool]:
+        """(A, A transposed, B, B transposed) of the wgmma an mma becomes. wgmma computes
+        D (M x N) += A (M x K) · B (K x N) with M the rows the warpgroups split; an accumulator held
+        transposed is computed as Cᵀ = op(b)ᵀ op(a)ᵀ, so the operands swap roles, and a shared tile
+        laid out transposed (written from transposed registers) flips its operand's form."""
+        acc, a, b = n.outs[0], n.ins[0], n.ins[1]
+        ta, tb = n.attrs.get("ta", False), n.attrs.get("tb", False)
+        if acc in self.flipped:
+            wa, wa_t, wb, wb_t = b, not tb, a, not ta
+        else:
+            wa, wa_t, wb, wb_t = a, ta, b, tb
+        wa_t ^= wa.kind == "shared" and wa in self.flipped
+        wb_t ^= wb in self.flipped
+        return wa, wa_t, wb, wb_t
+
+    def plan_resident(self) -> None:
+        """Option `resident`: a one-shot shared tile that is the untransposed A operand of mmas in the
+        pipelined loop is also held in registers (its warpgroup's rows, loaded once a tile after its
+        wait), and those wgmmas read A from there: each then reads only its B operand from shared
+        memory, where an SS wgmma of N = 64 reads as many bytes of A as of B (FlashAttention-3's
+        V_in_regs, for K as well). A tile read by nothing else is released as soon as it is in
+        registers, so the producer loads the next program's copy under this one."""
+        self.resident: Dict[int, str] = {}  # id(shared tile) -> its register copy
+        self.resident_only: set = set()  # ids of those nothing reads from shared memory after the load
+        if not self.options.get("resident", False):
+            return
+        once = {id(o.outs[0]): o.outs[0] for o in self.once}
+        loop_ops = {id(x) for x in self.k.walk([self.loop])}
+        readers: Dict[int, list] = {}
+        for x in self.k.walk():
+            if isinstance(x, ir.Op) and x.name != "load_async":
+                for t in x.ins:
+                    if isinstance(t, ir.Tile) and id(t) in once:
+                        readers.setdefault(id(t), []).append(x)
+        for tid, t in once.items():
+            if t.dtype.name not in ("bf16", "f16") or self.stored(t)[0] != self.BM or t in self.flipped:
+                continue
+            uses = []
+            for x in readers.get(tid, []):
+                if x.name != "mma" or id(x) not in loop_ops or x.outs[0] in self.split_k:
+                    continue
+                wa, wa_t, _, _ = self.wgmma_operands(x)
+                if wa is t and not wa_t:
+                    uses.append(x)
+            if uses:
+                self.resident[tid] = f"{t.name}_a"
+                if len(uses) == len(readers[tid]):
+                    self.resident_only.add(tid)
+
     def mma_line(self, n: ir.Op, stage: str = "pos.stage") -> Tuple[str, _Group]:
         acc, a, b = n.outs[0], n.ins[0], n.ins[1]
         ta, tb, accum = n.attrs.get("ta", False), n.attrs.get("tb", False), n.attrs.get("accumulate", True)
@@ -656,17 +705,9 @@ class WarpSpecializedLowering(Lowering):
             self._fail("mma accumulates into an f32 register tile", n)
         if a.dtype != b.dtype or a.dtype.name not in ("bf16", "f16"):
             self._fail(f"mma operands must both be bf16 or f16, got {a.dtype} and {b.dtype}", n)
-        # wgmma computes D (M x N) += A (M x K) · B (K x N) with M the rows the warpgroups split.
-        # A held transposed accumulator is computed as Cᵀ = op(b)ᵀ op(a)ᵀ: the operands swap roles.
-        if acc in self.flipped:
-            wa, wa_t, wb, wb_t = b, not tb, a, not ta
-        else:
-            wa, wa_t, wb, wb_t = a, ta, b, tb
+        wa, wa_t, wb, wb_t = self.wgmma_operands(n)
         if wb.kind != "shared":
             self._fail(f"mma: {wb.name} would be wgmma's B operand, which must be a shared tile", n)
-        # a shared tile laid out transposed (written from transposed registers) flips its operand's form
-        wa_t ^= wa.kind == "shared" and wa in self.flipped
-        wb_t ^= wb in self.flipped
         if wa.kind == "reg" and (wa in self.flipped) != wa_t:
             self._fail(f"mma: register tile {wa.name} is wgmma's A operand and must be held "
                        f"{'transposed' if wa_t else 'untransposed'}", n)
@@ -682,6 +723,9 @@ class WarpSpecializedLowering(Lowering):
             call = (f"mma_AtB_slice<WG_ROWS>({self.var(acc)}, {self.var(wa, stage)}, {self.var(wb, stage)}, "
                     f"wg_row0, {acc_s});  // this warpgroup's rows of the sum")
             return call, _Group(acc, None, g_stage, reads)
+        if id(wa) in self.resident and not wa_t:
+            call = f"{fn}({self.var(acc)}, {self.resident[id(wa)]}, {self.var(wb, stage)}, {acc_s});  // A from registers"
+            return call, _Group(acc, None, g_stage, [wb] if wb.kind == "shared" else [])
         if wa.kind == "shared" and wa_t:
             # A given K x M (MN-major, wgmma's transpose bit for A): this warpgroup's rows of the
             # product are columns wg_row0.. of the tile
@@ -724,6 +768,17 @@ class WarpSpecializedLowering(Lowering):
                     for t in n.attrs["tokens"]:
                         i = self.tokens[t][1]
                         lines.append(f"{pad}wait(S.once[{i}], {'it & 1' if self.persistent else '0'});")
+                    for t in n.attrs["tokens"]:
+                        i = self.tokens[t][1]
+                        tile = self.once[i].outs[0]
+                        if id(tile) not in self.resident:
+                            continue
+                        self.wait_for([g.acc for g in pending], pending, lines, pad)  # none reads the old copy
+                        lines.append(f"{pad}load({self.resident[id(tile)]}, {self.var(tile)}, wg_row0);  "
+                                     f"// this warpgroup's rows of {tile.name}: the A operand its wgmmas read from registers")
+                        if id(tile) in self.resident_only and self.persistent:
+                            lines.append(f"{pad}release(S.once_empty[{i}]);  // {tile.name} is read no more from "
+                                         "shared memory: the next program's copy loads under this one")
                 continue
             if n.name == "store_shared":
                 lines += self.store_shared(n, pending, pad)
@@ -999,6 +1054,8 @@ class WarpSpecializedLowering(Lowering):
             # the top-level statement that holds the pipelined loop: the one-shot tiles are read no more
             self.wait_for([g.acc for g in pending], pending, lines, pad)
             for i, o in enumerate(self.once):
+                if id(o.outs[0]) in self.resident_only:
+                    continue  # released when it was loaded into registers
                 if id(o.outs[0]) in self.early:
                     lines.append(f"{pad}if ({self.loop_stop} <= {self.expr(self.loop.start)}) release(S.once_empty[{i}]);  "
                                  f"// no iteration released {o.outs[0].name}")
@@ -1050,7 +1107,8 @@ class WarpSpecializedLowering(Lowering):
         live = resident | {mmas[0].outs[0]} | {m.outs[0] for m in self.hoisted}
         live |= {m.ins[0] if m.ins[0].kind == "reg" else m.ins[1] for m in mmas
                  if any(t.kind == "reg" for t in m.ins)}
-        return sum(regs(t) for t in live if t.kind == "reg")
+        return sum(regs(t) for t in live if t.kind == "reg") + sum(
+            regs(o.outs[0]) for o in self.once if id(o.outs[0]) in self.resident)
 
     def plan_rotation(self, mmas) -> None:
         """Software-pipeline the main loop (FA3's intra-warpgroup overlap): its last mma is issued in
@@ -1238,6 +1296,7 @@ class WarpSpecializedLowering(Lowering):
     # ------------------------------------------------------------------ rendering
     def lower(self) -> Lowered:
         self.analyse()
+        self.plan_resident()
         k = self.k
         self.consumer_regs = 240 if self.consumers <= 2 else 160  # setmaxnreg of a consumer warpgroup
         self.producer_regs = 24 if self.consumers <= 2 else 32
@@ -1264,6 +1323,8 @@ class WarpSpecializedLowering(Lowering):
         self.plan_fold()
         self.plan_prefetch()
         self.plan_early_release()
+        for tid in self.resident_only:  # released once in registers, before the loop
+            self.early.pop(tid, None)
         self.plan_window()
         # PingPong with the rotation: the turns run on across the loop's runs and programs (the first is
         # handed to warpgroup 0 once, before the first program): warpgroup 0 starts its next program's
@@ -1295,6 +1356,9 @@ class WarpSpecializedLowering(Lowering):
                 decls.append(f"cv<{t.rows}> {self.var(t)};  // {t.type_str()}, along the columns of the transposed tiles")
             elif t.kind == "vec":
                 decls.append(f"rv<WG_ROWS> {self.var(t)};  // {t.type_str()}")
+            if id(t) in self.resident:
+                decls.append(f"rt<{CTYPE[t.dtype.name]}, WG_ROWS, {t.cols}> {self.resident[id(t)]};  // {t.name}'s rows "
+                             "of this warpgroup, an A operand held in registers (option resident)")
             if any(x.outs[0] is t for x in self.prefetch.values()):
                 kind = decls[-1].split(f" {self.var(t)};")[0]
                 decls.append(f"{kind} {self.var(t)}_next;  // the next iteration's {t.name}, loaded ahead")
@@ -1349,7 +1413,7 @@ class WarpSpecializedLowering(Lowering):
             sig += [f"long long {self.sym_name(s)}" for s in P.strides]
         sig += [f"float {self.sym_name(s)}" for s in k.scalars]
         BM = self.BM
-        tags = [(f"wd{self.wide_stores}", self.wide_stores), ("pp", self.pingpong), ("rot", self.deferred is not None),
+        tags = [(f"wd{self.wide_stores}", self.wide_stores), ("ra", bool(self.resident)), ("pp", self.pingpong), ("rot", self.deferred is not None),
                 ("h", self.hoisted), ("np", not self.persistent), ("f", self.fold), ("w", self.window_bytes),
                 ("t", self.tree_max), ("pf", bool(self.prefetch)), ("d2", self.ds_stages == 2), ("r", self.reducer),
                 ("ws", self.options.get("whole_tile_stores", False)), ("pl", self.peel), ("ts", bool(self.tma_stores)),
@@ -1408,14 +1472,20 @@ class WarpSpecializedLowering(Lowering):
         return {}
 
     # schedule options per (kernel, head dim) the tile sweep measured better than the pattern's default
-    SCHEDULES = {("attention_bwd_dq", 128): {"pingpong": True, "tma_store": True},
+    SCHEDULES = {("attention_bwd_dq", 128): {"pingpong": True, "tma_store": True, "resident": True},
+                 # resident (Q and dO as register A operands): 1.06 / 1.02 / 0.99x at S = 1k / 4k / 16k
+                 # non-causal, 1.03 / 1.01x causal at 4k / 16k, the kernel alone (session 24; from 8k
+                 # non-causal the fused kernel runs instead). At D = 64 it ran 0.68-0.76x, so not there
                  # 1.25-1.38x over BM=64, 1.21-1.37x without turns: +1 to +6 %. The scale folded into the exponent: 1-5% slower here at 5 of 8
                  # shapes, in two runs (bench/hopper_notes.md, session 13). The warpgroup index through a
                  # shuffle: off in session 14 (1-3.5 % slower then); on today's code (descriptor offsets)
                  # 2 % faster at 11 of 12 shapes, in two runs (session 15). dQ through a TMA store: 1.003-1.066x
                  # at all 8 shapes (S = 512-16k, causal and not; session 19)
                  ("attention_bwd_dkdv", 64): {"pingpong": True, "fold": False, "whole_tile_stores": True,
-                                              "peel": True, "vec_tma": True},
+                                              "peel": True, "vec_tma": True, "resident": True},
+                 # K and V as register A operands (resident): dK/dV at D = 64 1.12-1.15x non-causal at
+                 # S = 1k-16k, 1.10 / 1.15x causal at 4k / 16k, the kernel alone (session 24). At D = 128
+                 # their 64 registers spill
                  # the rotated loop's first iteration peeled: dK/dV at D = 64 1.03 / 1.09 / 1.14x at
                  # S = 512 / 2k / 16k non-causal, 1.00-1.01x causal (session 16); the forward and dQ
                  # within -6 to +3 %, dK/dV at D = 128 0.77-0.91x (ptxas serializes its wgmmas)
@@ -1438,8 +1508,11 @@ class WarpSpecializedLowering(Lowering):
                  # shuffle lanes: 740 instructions a block against 585; session 20). Not rotated (dK's
                  # wgmma issued right after dQ's, under dQ's staging): 1.02-1.13x the split backward
                  # where rotated ran 1.00-1.08x, at all 6 shapes (S = 1k-16k, causal and not; session 21)
+                 # K and V as register A operands (resident): 1.05-1.07x non-causal at S = 1k-16k, 1.01 /
+                 # 1.04x causal at 4k / 16k, the kernel alone (session 24): the SS wgmmas of N = 64 read
+                 # as many bytes of A as of B, and shared memory's bandwidth is what the loop runs at
                  ("attention_bwd_fused", 64): {"uniform_warpgroup": True, "whole_tile_stores": True,
-                                               "rotate": False}}
+                                               "rotate": False, "resident": True}}
 
     _lowered_cache: Dict[tuple, Lowered] = {}
     _kernel_cache: Dict[tuple, object] = {}

@@ -624,6 +624,22 @@ __device__ __forceinline__ void load(rt<T, R, C>& dst, const U* src, long long l
   });
 }
 
+// Shared → registers, 16-bit: dst[r, c] = src[src_row0 + r, c], one 4-byte read a pair. For an A
+// operand the loop reads again and again (option resident): loaded once a tile, it is read from
+// registers by every wgmma after, which then reads only B from shared memory. A warp's lanes read 8
+// rows x 4 words a pair; the swizzle puts the 8 rows' 16-byte pieces in different banks.
+template <typename T, int R, int C, int RS, int SW>
+__device__ __forceinline__ void load(rt<T, R, C>& dst, const st<T, RS, C, SW>& src, int src_row0) {
+  static_assert(sizeof(T) == 2, "registers loaded from a shared tile are an A operand: 16-bit");
+  static_assert(RS % R == 0, "the register tile is a whole number of the shared tile's row blocks");
+  const int th = wg_thread();
+#pragma unroll
+  for (int s = 0; s < dst.slices; ++s)
+#pragma unroll
+    for (int p = 0; p < dst.pairs; ++p)
+      dst.v[s][p] = *reinterpret_cast<const u32*>(&src.at(src_row0 + frag_row(th, s, p), frag_col(th, p)));
+}
+
 // ================================================================ mma (wgmma, asynchronous)
 // acc(R x N) (+)= A(R x K) @ B(K x N), issued by one warpgroup as R/64 x K/16 wgmma.m64nNk16.
 // The operation is ASYNC: it is started here; mma_commit() closes the group and mma_wait<n>(acc) waits
