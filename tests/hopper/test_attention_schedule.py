@@ -95,6 +95,10 @@ def test_resident_a_operands_are_read_from_registers():
     plain = _lower(D=64, causal=False, kernel="fused", launched=True,
                    options={**WarpSpecializedLowering.SCHEDULES[("attention_bwd_fused", 64)], "resident": False}).source
     assert "kt_a" not in plain and "mma_ABt(s, S.kt, wg_row0, S.q[pos.stage], false);" in plain
+    # a comma-separated value names the tiles: V only
+    only_v = _lower(D=64, causal=False, kernel="fused", launched=True,
+                    options={**WarpSpecializedLowering.SCHEDULES[("attention_bwd_fused", 64)], "resident": "vt"}).source
+    assert "kt_a" not in only_v and "mma_ABt(dp, vt_a, S.do_[pos.stage], false);" in only_v
 
 
 @pytest.mark.parametrize("scale", [0.09, -0.09, 0.0])

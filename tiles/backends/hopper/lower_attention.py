@@ -673,8 +673,10 @@ class WarpSpecializedLowering(Lowering):
         registers, so the producer loads the next program's copy under this one."""
         self.resident: Dict[int, str] = {}  # id(shared tile) -> its register copy
         self.resident_only: set = set()  # ids of those nothing reads from shared memory after the load
-        if not self.options.get("resident", False):
+        which = self.options.get("resident", False)  # True: every such tile; a str: these, comma-separated
+        if not which:
             return
+        names = None if which is True else set(str(which).split(","))
         once = {id(o.outs[0]): o.outs[0] for o in self.once}
         loop_ops = {id(x) for x in self.k.walk([self.loop])}
         readers: Dict[int, list] = {}
@@ -684,7 +686,8 @@ class WarpSpecializedLowering(Lowering):
                     if isinstance(t, ir.Tile) and id(t) in once:
                         readers.setdefault(id(t), []).append(x)
         for tid, t in once.items():
-            if t.dtype.name not in ("bf16", "f16") or self.stored(t)[0] != self.BM or t in self.flipped:
+            if (t.dtype.name not in ("bf16", "f16") or self.stored(t)[0] != self.BM or t in self.flipped
+                    or names is not None and t.name not in names):
                 continue
             uses = []
             for x in readers.get(tid, []):
