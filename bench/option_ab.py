@@ -2,7 +2,8 @@
 schedule) against the same with the option turned on, on the same inputs.
 
     PYTHONPATH=.:bench python3 bench/option_ab.py
-    AB_OPTION=resident        the option (a boolean, turned on)
+    AB_OPTION=resident        the option, turned on ...
+    AB_VALUE=kt               ... or given this value (a string)
     AB_JOBS=fused:64,dq:128   kernel:head dim (fwd, dkdv, dq, fused)
     AB_CASES=0:4096,1:16384   causal:S (B * S = 16k tokens, H * D = 2048)
 
@@ -44,6 +45,7 @@ def args_of(kern, t, o, scale):
 
 def main():
     option = os.environ.get("AB_OPTION", "resident")
+    value = os.environ.get("AB_VALUE", True)
     jobs = [(j.split(":")[0], int(j.split(":")[1])) for j in os.environ.get("AB_JOBS", "fused:64").split(",")]
     cases = [(bool(int(c)), int(n)) for c, n in (x.split(":") for x in os.environ.get(
         "AB_CASES", "0:1024,0:4096,0:16384,1:4096,1:16384").split(","))]
@@ -56,7 +58,7 @@ def main():
             base = W.schedule(name, D, (sets[0][0][0],), causal) or {}
             kw = dict(causal=causal, D=D, **W.config(name, D=D, causal=causal, Sq=S))
             fns, got = {}, {}
-            for variant, opts in (("base", base), (option, {**base, option: True})):
+            for variant, opts in (("base", base), (option, {**base, option: value})):
                 gos = [W.prepare(fn, *args_of(kern, t, o, D ** -0.5), options=opts, **kw) for t, o in sets]
                 o = sets[0][1]
                 o["acc"].zero_()
