@@ -4,6 +4,7 @@ schedule) against the same with the option turned on, on the same inputs.
     PYTHONPATH=.:bench python3 bench/option_ab.py
     AB_OPTION=resident        the option, turned on ...
     AB_VALUE=kt               ... or given this value (a string)
+    AB_CONFIG='{"BN": 176}'   the variant's tile sizes over the launched ones (then AB_OPTION=none: no option)
     AB_JOBS=fused:64,dq:128   kernel:head dim (fwd, dkdv, dq, fused)
     AB_CASES=0:4096,1:16384   causal:S (B * S = 16k tokens, H * D = 2048)
 
@@ -12,6 +13,7 @@ largest difference over the largest base value (the fused kernel's dQacc is summ
 reduces in no fixed order, so it is compared with a tolerance). Times: hopper_gemm_tiles.timed
 (interleaved rounds, 5 launches behind a sleep, 3 rotating input sets, medians), speed over the base.
 """
+import json
 import os
 
 import torch
@@ -46,6 +48,7 @@ def args_of(kern, t, o, scale):
 def main():
     option = os.environ.get("AB_OPTION", "resident")
     value = os.environ.get("AB_VALUE", True)
+    config = json.loads(os.environ.get("AB_CONFIG", "{}"))
     jobs = [(j.split(":")[0], int(j.split(":")[1])) for j in os.environ.get("AB_JOBS", "fused:64").split(",")]
     cases = [(bool(int(c)), int(n)) for c, n in (x.split(":") for x in os.environ.get(
         "AB_CASES", "0:1024,0:4096,0:16384,1:4096,1:16384").split(","))]
@@ -58,8 +61,9 @@ def main():
             base = W.schedule(name, D, (sets[0][0][0],), causal) or {}
             kw = dict(causal=causal, D=D, **W.config(name, D=D, causal=causal, Sq=S))
             fns, got = {}, {}
-            for variant, opts in (("base", base), (option, {**base, option: value})):
-                gos = [W.prepare(fn, *args_of(kern, t, o, D ** -0.5), options=opts, **kw) for t, o in sets]
+            variant_opts = base if option == "none" else {**base, option: value}
+            for variant, opts, tiles_kw in (("base", base, kw), (option, variant_opts, {**kw, **config})):
+                gos = [W.prepare(fn, *args_of(kern, t, o, D ** -0.5), options=opts, **tiles_kw) for t, o in sets]
                 o = sets[0][1]
                 o["acc"].zero_()
                 gos[0]()
@@ -71,7 +75,7 @@ def main():
                 d = float((a - b).abs().max() / a.abs().max().clamp_min(1e-30))
                 diff.append("same" if torch.equal(a, b) else f"{d:.2g}")
             ms = ht.timed(fns, rounds=7, inner=5)
-            print(f"{kern} D={D} causal={int(causal)} S={S} B={B}: base {ms['base']:.3f} ms, {option} "
+            print(f"{kern} D={D} causal={int(causal)} S={S} B={B}{' ' + json.dumps(config) if config else ''}: base {ms['base']:.3f} ms, {option} "
                   f"{ms[option]:.3f} ms ({ms['base'] / ms[option]:.3f}x); outputs {'/'.join(diff)}", flush=True)
 
 

@@ -122,6 +122,34 @@ def test_forward_of_any_scale_sign_on_the_gpu(scale):
         check_attention_fwd(out, lse, q, k, v, causal, scale)
 
 
+def test_tree_max_takes_any_even_pair_count(tmp_path):
+    """A 96-key block leaves each row 12 pairs a thread, not a power of two: the tree folds the odd
+    value over into the next round. On the CPU it compiles with no spill; on the GPU it meets the
+    float64 rule and equals the chain's maximum to the bit (a maximum is exact in any order)."""
+    from test_compile import assert_no_spills
+
+    runtime = needs.nvrtc()
+    low = _lower(D=128, causal=False, BN=96)
+    assert "row_max_scaled<true>(m_new, s, " in low.source
+    assert_no_spills(runtime.compile_cuda(low.source, name=low.entry + ".cu", cache=False), low.entry, tmp_path)
+    needs.hopper_gpu()
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "portability"))
+    from reference import check_attention_fwd
+
+    g = torch.Generator().manual_seed(7)
+    B, S, H, D = 2, 333, 4, 128
+    q, k, v = (torch.randn(B, S, H, D, generator=g).bfloat16().cuda() for _ in range(3))
+    outs = {}
+    for tree in (True, False):
+        out, lse = torch.full_like(q, math.nan), torch.full((B, H, S), math.nan, device="cuda")
+        WarpSpecializedLowering.prepare(attention_fwd, q, k, v, out, lse, 0.09, causal=False, D=D, BN=96,
+                                        options={"tree_max": tree})()
+        torch.cuda.synchronize()
+        check_attention_fwd(out, lse, q, k, v, False, 0.09)
+        outs[tree] = (out, lse)
+    assert torch.equal(outs[True][0], outs[False][0]) and torch.equal(outs[True][1], outs[False][1])
+
+
 def test_causal_walk_pairs_programs_in_l2_windows():
     src = _lower(D=128, causal=True).source
     assert "const int window = int_max(1, (int)(16LL * 1024 * 1024 / (streamed > 0 ? streamed : 1)));" in src
@@ -223,8 +251,10 @@ def test_tree_max_shortens_the_chain(D, tmp_path):
     runtime = needs.nvrtc()
     chains = {}
     for tree in (False, True):
-        low = _lower(D=D, causal=False, launched=True, options=None if tree else {"tree_max": False})
-        assert ("row_max_scaled<true>(m_new, s, " in low.source) == tree and low.entry.endswith("t") == tree
+        launched = WarpSpecializedLowering.SCHEDULES.get(("attention_fwd", D)) or {}
+        low = _lower(D=D, causal=False, launched=True, options={**launched, "tree_max": tree})
+        tags = low.entry[:-2] if launched.get("peel") else low.entry  # the entry's last tag is peel's "pl"
+        assert ("row_max_scaled<true>(m_new, s, " in low.source) == tree and tags.endswith("t") == tree
         c = runtime.compile_cuda(low.source, name=low.entry + ".cu", cache=False)
         assert_no_spills(c, low.entry, tmp_path)  # the tree's values stay in registers: no stack either
         body = min(mainloops(disassemble(c.cubin, tmp_path), "HGMMA"), key=len)
@@ -349,7 +379,8 @@ def test_peeled_first_iteration(kernel, D, tmp_path):
     opts = {**(WarpSpecializedLowering.SCHEDULES.get((name, D)) or {}), "tma_store": False}
     plain = _lower(D=D, causal=True, kernel=kernel, launched=True, options={**opts, "peel": False})
     peeled = _lower(D=D, causal=True, kernel=kernel, launched=True, options={**opts, "peel": True})
-    assert opts.get("peel", False) == (kernel == "dkdv")  # launched peeled: dK/dV at D = 64 (session 16)
+    # launched peeled: dK/dV at D = 64 (session 16), the forward at D = 128 (session 24)
+    assert opts.get("peel", False) == ((kernel, D) in (("dkdv", 64), ("fwd", 128)))
     body = peeled.source.split("consumers: everything else")[1]
     loop = body.split("// the first iteration, peeled: no deferred mma before it")[1]
     first, rest = loop.split("for (int kb = ", 1)
@@ -505,8 +536,9 @@ def test_tma_store_stages_the_output(kernel, D, tmp_path):
     runtime = needs.nvrtc()
     from test_compile import assert_no_spills
 
+    # schedule() launches the TMA store unpeeled (peeled, ptxas serializes the causal forward's wgmmas)
     opts = {**(WarpSpecializedLowering.SCHEDULES.get((f"attention_{'fwd' if kernel == 'fwd' else 'bwd_dq'}", D)) or {}),
-            "tma_store": True}
+            "tma_store": True, "peel": False}
     low = _lower(D=D, causal=True, kernel=kernel, launched=True, options=opts)
     plain = _lower(D=D, causal=True, kernel=kernel, launched=True, options={**opts, "tma_store": False})
     src = low.source.split("consumers: everything else")[1]

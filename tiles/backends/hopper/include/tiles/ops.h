@@ -123,13 +123,13 @@ template <bool IS_MAX, int R, int C> __device__ __forceinline__ void row_reduce(
       v.v[s][h] = acc;
     }
 }
-// The same maximum as a tree: a thread's values of a row meet pairwise, halving each round (log2 of
-// them deep instead of a chain of them), both rows of a slice side by side. Max is exact in any
-// order, so the answer is the same to the bit; what changes is how long the softmax waits for it.
+// The same maximum as a tree: a thread's values of a row meet pairwise, halving each round (ceil of
+// log2 of them deep instead of a chain of them), both rows of a slice side by side. Max is exact in
+// any order, so the answer is the same to the bit; what changes is how long the softmax waits for it.
 template <int R, int C> __device__ __forceinline__ void row_max_tree(rv<R>& v, const rt<float, R, C>& t) {
   using tile = rt<float, R, C>;
   constexpr int N = tile::pairs / 2;  // pairs of one row (h) in a slice: p = h, h + 2, ...
-  static_assert(N >= 1 && (N & (N - 1)) == 0, "a power-of-two count of pairs a row");
+  static_assert(tile::pairs % 2 == 0, "whole 8-column groups: both rows of a slice hold as many pairs");
 #pragma unroll
   for (int s = 0; s < tile::slices; ++s) {
     float m[2][N];
@@ -137,13 +137,14 @@ template <int R, int C> __device__ __forceinline__ void row_max_tree(rv<R>& v, c
     for (int h = 0; h < 2; ++h)
 #pragma unroll
       for (int i = 0; i < N; ++i) m[h][i] = fmaxf(t.v[s][h + 2 * i].x, t.v[s][h + 2 * i].y);
+    // n values left: the last n - w fold onto the first (w = n / 2 rounded up, so an odd one waits a round)
 #pragma unroll
-    for (int w = N / 2; w > 0; w /= 2)
+    for (int n = N; n > 1; n = (n + 1) / 2)
 #pragma unroll
       for (int h = 0; h < 2; ++h)
 #pragma unroll
         for (int i = 0; i < N / 2; ++i)
-          if (i < w) m[h][i] = fmaxf(m[h][i], m[h][i + w]);  // fixed trip counts: m stays in registers
+          if (i < n / 2) m[h][i] = fmaxf(m[h][i], m[h][i + (n + 1) / 2]);  // fixed trip counts: m stays in registers
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float acc = fmaxf(m[h][0], arch::shfl_xor(m[h][0], 1));
