@@ -1478,7 +1478,8 @@ class WarpSpecializedLowering(Lowering):
     SCHEDULES = {("attention_bwd_dq", 128): {"pingpong": True, "tma_store": True, "resident": True},
                  # resident (Q and dO as register A operands): 1.06 / 1.02 / 0.99x at S = 1k / 4k / 16k
                  # non-causal, 1.03 / 1.01x causal at 4k / 16k, the kernel alone (session 24; from 8k
-                 # non-causal the fused kernel runs instead). At D = 64 it ran 0.68-0.76x, so not there
+                 # non-causal the fused kernel runs instead). At D = 64 it ran 0.68-0.76x: its 32 registers
+                 # cost the loop dP's hoist (loop_registers), and hoisted anyway ptxas serializes (C7512)
                  # 1.25-1.38x over BM=64, 1.21-1.37x without turns: +1 to +6 %. The scale folded into the exponent: 1-5% slower here at 5 of 8
                  # shapes, in two runs (bench/hopper_notes.md, session 13). The warpgroup index through a
                  # shuffle: off in session 14 (1-3.5 % slower then); on today's code (descriptor offsets)
