@@ -251,8 +251,10 @@ def test_tree_max_shortens_the_chain(D, tmp_path):
     runtime = needs.nvrtc()
     chains = {}
     for tree in (False, True):
-        low = _lower(D=D, causal=False, launched=True, options=None if tree else {"tree_max": False})
-        assert ("row_max_scaled<true>(m_new, s, " in low.source) == tree and low.entry.endswith("t") == tree
+        launched = WarpSpecializedLowering.SCHEDULES.get(("attention_fwd", D)) or {}
+        low = _lower(D=D, causal=False, launched=True, options={**launched, "tree_max": tree})
+        tags = low.entry[:-2] if launched.get("peel") else low.entry  # the entry's last tag is peel's "pl"
+        assert ("row_max_scaled<true>(m_new, s, " in low.source) == tree and tags.endswith("t") == tree
         c = runtime.compile_cuda(low.source, name=low.entry + ".cu", cache=False)
         assert_no_spills(c, low.entry, tmp_path)  # the tree's values stay in registers: no stack either
         body = min(mainloops(disassemble(c.cubin, tmp_path), "HGMMA"), key=len)
@@ -377,7 +379,8 @@ def test_peeled_first_iteration(kernel, D, tmp_path):
     opts = {**(WarpSpecializedLowering.SCHEDULES.get((name, D)) or {}), "tma_store": False}
     plain = _lower(D=D, causal=True, kernel=kernel, launched=True, options={**opts, "peel": False})
     peeled = _lower(D=D, causal=True, kernel=kernel, launched=True, options={**opts, "peel": True})
-    assert opts.get("peel", False) == (kernel == "dkdv")  # launched peeled: dK/dV at D = 64 (session 16)
+    # launched peeled: dK/dV at D = 64 (session 16), the forward at D = 128 (session 24)
+    assert opts.get("peel", False) == ((kernel, D) in (("dkdv", 64), ("fwd", 128)))
     body = peeled.source.split("consumers: everything else")[1]
     loop = body.split("// the first iteration, peeled: no deferred mma before it")[1]
     first, rest = loop.split("for (int kb = ", 1)
@@ -533,8 +536,9 @@ def test_tma_store_stages_the_output(kernel, D, tmp_path):
     runtime = needs.nvrtc()
     from test_compile import assert_no_spills
 
+    # schedule() launches the TMA store unpeeled (peeled, ptxas serializes the causal forward's wgmmas)
     opts = {**(WarpSpecializedLowering.SCHEDULES.get((f"attention_{'fwd' if kernel == 'fwd' else 'bwd_dq'}", D)) or {}),
-            "tma_store": True}
+            "tma_store": True, "peel": False}
     low = _lower(D=D, causal=True, kernel=kernel, launched=True, options=opts)
     plain = _lower(D=D, causal=True, kernel=kernel, launched=True, options={**opts, "tma_store": False})
     src = low.source.split("consumers: everything else")[1]

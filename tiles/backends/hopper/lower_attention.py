@@ -1501,6 +1501,11 @@ class WarpSpecializedLowering(Lowering):
                  # LSE and Delta by the producer's TMA (vec_tma): dK/dV 1.06-1.09x at D = 128 and
                  # 0.98-1.09x at D = 64 (S = 1k-16k, causal and not; session 22)
                  ("attention_bwd_dkdv", 128): {"whole_tile_stores": True, "vec_tma": True},
+                 # the rotated loop's first iteration peeled: the forward at D = 128 1.022 / 1.034x at
+                 # S = 4k / 16k non-causal, 1.00-1.01x at 1k and causal (session 24, the kernel alone;
+                 # session 16's kernel had read -6 to +3 %). Not with the TMA store (schedule): ptxas
+                 # serializes that form's wgmmas causal (C7519)
+                 ("attention_fwd", 128): {"peel": True},
                  # dK, dV (128 registers) + the dQ block: the persistent loop's own registers make
                  # ptxas spill (144 bytes); one CTA per program does not. Not rotated: dK's wgmma is
                  # issued right after dQ's and runs while dQ is staged for its reduce. The warpgroup
@@ -1658,6 +1663,7 @@ class WarpSpecializedLowering(Lowering):
         short = Sq is not None and (D == 64 and Sq <= 1024 or D == 128 and causal and Sq <= 512)
         if kernel == "attention_fwd" and short:
             opts["tma_store"] = True
+            opts.pop("peel", None)
         if kernel == "attention_bwd_fused" and D == 64 and "vec_tma" not in opts:
             # LSE and Delta by the producer's TMA: 1.00-1.05x non-causal at S = 512-16k through
             # autograd, 1.03x / 1.05x the kernel alone at 4k / 16k; causal 0.92-1.04x, 0.97x alone at
