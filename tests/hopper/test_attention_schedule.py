@@ -83,6 +83,9 @@ def test_resident_a_operands_are_read_from_registers():
         load = body.index(f"load({t}_a, S.{'do_' if t == 'do' else t}, wg_row0);")
         assert body.index(f"wait(S.once[{i}], it & 1);") < load < body.index(f"release(S.once_empty[{i}]);")
         assert body.count(f"release(S.once_empty[{i}])") == 1  # not again after the loop
+    # each copy is read in right after its own barrier, before the next tile's wait: Q's load runs
+    # while dO still lands
+    assert body.index("load(q_a, S.q, wg_row0);") < body.index("wait(S.once[1], it & 1);")
     assert "mma_ABt(s, q_a, S.kt[pos.stage], false);" in dq and "mma_ABt(dp, do_a, S.vt[pos.stage], false);" in dq
     # the fused kernel at D = 64: K and V in registers; K is still dQ's B operand in shared memory, so it
     # is released after the loop, V as soon as it is loaded

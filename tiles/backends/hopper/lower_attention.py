@@ -773,11 +773,11 @@ class WarpSpecializedLowering(Lowering):
                     for t in n.attrs["tokens"]:
                         i = self.tokens[t][1]
                         lines.append(f"{pad}wait(S.once[{i}], {'it & 1' if self.persistent else '0'});")
-                    for t in n.attrs["tokens"]:
-                        i = self.tokens[t][1]
                         tile = self.once[i].outs[0]
                         if id(tile) not in self.resident:
                             continue
+                        # its register copy is read in right after its own barrier: it loads while
+                        # the wait's later tiles still land
                         self.wait_for([g.acc for g in pending], pending, lines, pad)  # none reads the old copy
                         lines.append(f"{pad}load({self.resident[id(tile)]}, {self.var(tile)}, wg_row0);  "
                                      f"// this warpgroup's rows of {tile.name}: the A operand its wgmmas read from registers")
