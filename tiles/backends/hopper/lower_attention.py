@@ -56,11 +56,12 @@ The schedule (templates/attention.cu.j2) comes from the kernel's overlap pattern
   stores that many pairs of a row at once, after the lanes of a quad swap them (ops.h store_wide; 0:
   a pair a store); `peel` (on for dK/dV at D = 64 and the forward at D = 128) emits the rotated
   loop's first iteration on its own; `stmatrix` (on) stores 16-bit register tiles to shared memory
-  (the fused backward's dS) four pairs an instruction (ops.h `store`; off: a pair a st.shared); `vec_tma` (on for the backward's dK/dV and
-  fused kernels, SCHEDULES / schedule) brings the loop's column vectors (LSE, Delta) into each ring
-  stage by the producer thread's TMA instead of every consumer thread's global loads (plan_vec_tma);
-  `resident` (on for dK/dV and fused at D = 64, dQ at D = 128) holds a one-shot A operand (K, V; Q,
-  dO) in registers, loaded once a program, so its wgmmas read only B from shared memory (plan_resident).
+  (the fused backward's dS) four pairs an instruction (ops.h `store`; off: a pair a st.shared);
+  `vec_tma` (on for the backward's dK/dV and fused kernels, SCHEDULES / schedule) brings the loop's
+  column vectors (LSE, Delta) into each ring stage by the producer thread's TMA instead of every
+  consumer thread's global loads (plan_vec_tma); `resident` (on for dK/dV and fused at D = 64, dQ at D =
+  128) holds a one-shot A operand (K, V; Q, dO) in registers, loaded once a program, so its wgmmas read
+  only B from shared memory (plan_resident).
   bench/hopper_notes.md has the measurements behind each default.
 
 Scalars (program ids, sizes, strides, loop bounds, mask offsets) are the IR's own expressions rendered
