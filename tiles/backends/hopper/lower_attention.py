@@ -59,9 +59,9 @@ The schedule (templates/attention.cu.j2) comes from the kernel's overlap pattern
   (the fused backward's dS) four pairs an instruction (ops.h `store`; off: a pair a st.shared);
   `vec_tma` (on for the backward's dK/dV and fused kernels, SCHEDULES / schedule) brings the loop's
   column vectors (LSE, Delta) into each ring stage by the producer thread's TMA instead of every
-  consumer thread's global loads (plan_vec_tma); `resident` (on for dK/dV and fused at D = 64, dQ at D =
-  128) holds a one-shot A operand (K, V; Q, dO) in registers, loaded once a program, so its wgmmas read
-  only B from shared memory (plan_resident).
+  consumer thread's global loads (plan_vec_tma); `resident` (on for dK/dV and fused at D = 64, dQ
+  at D = 128) holds a one-shot A operand (K, V; Q, dO) in registers, loaded once a program, so its
+  wgmmas read only B from shared memory (plan_resident).
   bench/hopper_notes.md has the measurements behind each default.
 
 Scalars (program ids, sizes, strides, loop bounds, mask offsets) are the IR's own expressions rendered
