@@ -11,7 +11,9 @@ and the running maximum once at the end. The maximum is exact in any order, so t
 the launched kernel's to the bit (checked before timing). `check` only compiles each variant (NVRTC)
 and asserts no spill and no serialized wgmma: what the CPU machine can say.
 Timed interleaved (hopper_gemm_tiles.timed) beside the launched kernel and SDPA's cuDNN backend, at
-B·S = 16k tokens, H = 16, non-causal.
+B·S = 16k tokens, H = 16, non-causal. `main` and `check` take any edits of the launched source
+(bench/attention_softmax_edits.py, bench/attention_bounds.py). Measured: bench/hopper_notes.md,
+session 25 (every variant here slower than launched).
 """
 import dataclasses
 import re
@@ -100,7 +102,6 @@ __device__ __forceinline__ void row_max_finish(rv<64>& v, const float (&r)[2], f
 def edit(src: str, parts: int, pin: int = 2) -> str:
     """The launched non-causal forward's source with S in `parts` key-column parts, each part's
     maximum pinned before the next part's wait by `pin` (0: nothing, 1: __syncwarp, 2: a named barrier)."""
-    issue = "mma_ABt(s, S.q, wg_row0, S.kt[pos.stage], false);\n"
     pat = re.compile(r"( *)mma_ABt\(s, S\.q, wg_row0, S\.kt\[pos\.stage\], false\);\n *mma_commit\(\);\n")
     if len(pat.findall(src)) != 2:
         raise RuntimeError("the S wgmma is not in the source twice (peeled first iteration and loop)")
@@ -142,6 +143,7 @@ VARIANTS = {"split2": lambda src: edit(src, 2, 2), "split4": lambda src: edit(sr
 
 def check(variants=VARIANTS):
     """CPU: each variant compiles through NVRTC with no spill and no serialized wgmma."""
+    import pathlib
     import tempfile
     from test_attention_lower import _lower
     from test_compile import assert_no_spills
@@ -150,7 +152,6 @@ def check(variants=VARIANTS):
     for name, fn in variants.items():
         c = runtime.compile_cuda(fn(low.source), name=f"{low.entry}_{name}.cu", cache=False)
         with tempfile.TemporaryDirectory() as d:
-            import pathlib
             assert_no_spills(c, low.entry, pathlib.Path(d))
         res = c.resources.get(low.entry)
         print(name, "compiled:", res, flush=True)
