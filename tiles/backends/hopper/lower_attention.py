@@ -1419,8 +1419,9 @@ class WarpSpecializedLowering(Lowering):
             sig += [f"long long {self.sym_name(s)}" for s in P.strides]
         sig += [f"float {self.sym_name(s)}" for s in k.scalars]
         BM = self.BM
-        tags = [(f"wd{self.wide_stores}", self.wide_stores), ("ra", bool(self.resident)), ("pp", self.pingpong), ("rot", self.deferred is not None),
-                ("h", self.hoisted), ("np", not self.persistent), ("f", self.fold), ("w", self.window_bytes),
+        tags = [(f"wd{self.wide_stores}", self.wide_stores), ("ra", bool(self.resident)), ("pp", self.pingpong),
+                ("rot", self.deferred is not None), ("h", self.hoisted), ("np", not self.persistent), ("f", self.fold),
+                ("w", self.window_bytes),
                 ("t", self.tree_max), ("pf", bool(self.prefetch)), ("d2", self.ds_stages == 2), ("r", self.reducer),
                 ("ws", self.options.get("whole_tile_stores", False)), ("pl", self.peel), ("ts", bool(self.tma_stores)),
                 ("nsm", not self.options.get("stmatrix", True)), ("vt", bool(self.vec_tma))]
@@ -1495,7 +1496,8 @@ class WarpSpecializedLowering(Lowering):
                  # their 64 registers spill
                  # the rotated loop's first iteration peeled: dK/dV at D = 64 1.03 / 1.09 / 1.14x at
                  # S = 512 / 2k / 16k non-causal, 1.00-1.01x causal (session 16); the forward and dQ
-                 # within -6 to +3 %, dK/dV at D = 128 0.77-0.91x (ptxas serializes its wgmmas)
+                 # within -6 to +3 %, dK/dV at D = 128 0.77-0.91x (ptxas serializes its wgmmas). dQ at
+                 # D = 128 non-causal again 0.97-0.98x (session 25); causal it meets C7519 (TMA store)
                  # dK and dV stored without a test a pair where the tile is whole: faster at 15 of 16
                  # shapes, by up to 6 % (session 16); the forward was up to 4 % slower with it and dQ
                  # -3 to +2 %, so off there
