@@ -42,7 +42,8 @@ from . import gemm_probe, runtime, transpose
 
 ARCH = runtime.ARCH
 DEFAULTS = dict(stages=6, group_m=8, producer_regs=None, consumer_regs=None, epilogue="tma", overlap=True, cluster=1,
-                schedule="cooperative", stream_k=False, clamp_scales=True, wide_stores=0, scale_index32=False, scale_ahead=1)
+                schedule="cooperative", stream_k=False, clamp_scales=True, wide_stores=0, scale_index32=False, scale_ahead=1,
+                scale_ring=0)
 # setmaxnreg budgets (producer, consumer) by consumer warpgroups, where the options leave them open: the
 # register file is 64K a SM. Three consumers get 160 each: acc (64) + part (64) fit, a second scratch does not.
 REGS = {1: (40, 232), 2: (40, 232), 3: (24, 160)}
@@ -133,6 +134,10 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
     if cfg["scale_ahead"] not in (1, 2):
         raise ValueError(f"scale_ahead is 1 or 2 (K blocks ahead of the promotion a block's scales are read), "
                          f"got {cfg['scale_ahead']!r}")
+    if cfg["scale_ring"] not in (0, 2, 4, 8) or (cfg["scale_ring"] and (cfg["scale_ahead"] != 1 or not cfg["clamp_scales"])):
+        raise ValueError(f"scale_ring is 0 (scales read into registers) or a ring of 2, 4 or 8 K blocks, with "
+                         f"scale_ahead=1 and clamp_scales=True; got scale_ring={cfg['scale_ring']!r}, "
+                         f"scale_ahead={cfg['scale_ahead']!r}, clamp_scales={cfg['clamp_scales']!r}")
     if not isinstance(cfg["stream_k"], bool):
         raise TypeError(f"stream_k must be True or False, got {cfg['stream_k']!r}")
     if not isinstance(cfg["clamp_scales"], bool):
@@ -148,7 +153,7 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
         + (f"_cl{cfg['cluster']}" if cfg["cluster"] > 1 else "") + ("_pp" if cfg["schedule"] == "pingpong" else "") + ("_sk" if cfg["stream_k"] else "") \
         + ("" if cfg["clamp_scales"] else "_checked") + (f"_wd{cfg['wide_stores']}" if cfg["wide_stores"] else "") \
         + ("_i32" if cfg["scale_index32"] else "") \
-        + ("_ah2" if cfg["scale_ahead"] == 2 else "")
+        + ("_ah2" if cfg["scale_ahead"] == 2 else "") + (f"_ring{cfg['scale_ring']}" if cfg["scale_ring"] else "")
     name = (name or "tiles_gemm_fp8_{ot}_{BM}x{BN}x{BK}".format(ot=ot, **cfg)) + suffix
     smem = _smem(cfg, BM, BN, BK)
     if smem > SMEM_LIMIT:
@@ -159,7 +164,7 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
 
 
 def _smem(cfg: dict, BM: int, BN: int, BK: int) -> int:
-    smem = cfg["stages"] * (BM + BN) * BK + 1024 + 1024
+    smem = cfg["stages"] * (BM + BN) * BK + 1024 + 1024 + cfg.get("scale_ring", 0) * cfg["consumers"] * 4 * 128
     if cfg.get("epilogue", DEFAULTS["epilogue"]) == "tma":
         smem += cfg["consumers"] * 2 * 64 * 128
     return smem
