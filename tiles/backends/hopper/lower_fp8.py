@@ -42,8 +42,8 @@ from . import gemm_probe, runtime, transpose
 
 ARCH = runtime.ARCH
 DEFAULTS = dict(stages=6, group_m=8, producer_regs=None, consumer_regs=None, epilogue="tma", overlap=True, cluster=1,
-                schedule="cooperative", stream_k=False, clamp_scales=True, wide_stores=0, scale_index32=False, scale_ahead=1,
-                scale_ring=0)
+                schedule="cooperative", stream_k=False, clamp_scales=True, wide_stores=0, scale_index32=False,
+                scale_ahead=1)
 # setmaxnreg budgets (producer, consumer) by consumer warpgroups, where the options leave them open: the
 # register file is 64K a SM. Three consumers get 160 each: acc (64) + part (64) fit, a second scratch does not.
 REGS = {1: (40, 232), 2: (40, 232), 3: (24, 160)}
@@ -131,13 +131,10 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
         raise ValueError(f"epilogue must be 'regs' or 'tma', got {cfg['epilogue']!r}")
     if cfg["wide_stores"] not in (0, 2, 4):
         raise ValueError(f"wide_stores is 0 (a pair a store), 2 or 4 pairs a store, got {cfg['wide_stores']!r}")
-    if cfg["scale_ahead"] not in (1, 2):
-        raise ValueError(f"scale_ahead is 1 or 2 (K blocks ahead of the promotion a block's scales are read), "
-                         f"got {cfg['scale_ahead']!r}")
-    if cfg["scale_ring"] not in (0, 2, 4, 8) or (cfg["scale_ring"] and (cfg["scale_ahead"] != 1 or not cfg["clamp_scales"])):
-        raise ValueError(f"scale_ring is 0 (scales read into registers) or a ring of 2, 4 or 8 K blocks, with "
-                         f"scale_ahead=1 and clamp_scales=True; got scale_ring={cfg['scale_ring']!r}, "
-                         f"scale_ahead={cfg['scale_ahead']!r}, clamp_scales={cfg['clamp_scales']!r}")
+    if cfg["scale_ahead"] not in (1, 2) or (cfg["scale_ahead"] == 2 and cfg["overlap"]):
+        raise ValueError(f"scale_ahead is 1, or 2 (the K blocks ahead of its promotion a block's scales are read) in "
+                         f"the loops without overlap (BN=256, BM=192, or overlap=False); got scale_ahead="
+                         f"{cfg['scale_ahead']!r} with overlap={cfg['overlap']}")
     if not isinstance(cfg["stream_k"], bool):
         raise TypeError(f"stream_k must be True or False, got {cfg['stream_k']!r}")
     if not isinstance(cfg["clamp_scales"], bool):
@@ -153,7 +150,7 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
         + (f"_cl{cfg['cluster']}" if cfg["cluster"] > 1 else "") + ("_pp" if cfg["schedule"] == "pingpong" else "") + ("_sk" if cfg["stream_k"] else "") \
         + ("" if cfg["clamp_scales"] else "_checked") + (f"_wd{cfg['wide_stores']}" if cfg["wide_stores"] else "") \
         + ("_i32" if cfg["scale_index32"] else "") \
-        + ("_ah2" if cfg["scale_ahead"] == 2 else "") + (f"_ring{cfg['scale_ring']}" if cfg["scale_ring"] else "")
+        + ("_ah2" if cfg["scale_ahead"] == 2 else "")
     name = (name or "tiles_gemm_fp8_{ot}_{BM}x{BN}x{BK}".format(ot=ot, **cfg)) + suffix
     smem = _smem(cfg, BM, BN, BK)
     if smem > SMEM_LIMIT:
@@ -164,7 +161,7 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
 
 
 def _smem(cfg: dict, BM: int, BN: int, BK: int) -> int:
-    smem = cfg["stages"] * (BM + BN) * BK + 1024 + 1024 + cfg.get("scale_ring", 0) * cfg["consumers"] * 4 * 128
+    smem = cfg["stages"] * (BM + BN) * BK + 1024 + 1024
     if cfg.get("epilogue", DEFAULTS["epilogue"]) == "tma":
         smem += cfg["consumers"] * 2 * 64 * 128
     return smem
