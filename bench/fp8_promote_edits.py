@@ -19,6 +19,7 @@ Bounds (set `edits`; not the answer: one statement of the rendered source change
 Measured and removed in the same session: the scales two blocks ahead through copies of registers
 (`cur = nxt; nxt = next`, in every loop: 0.86-1.02x), and through a ring in shared memory that each
 consumer warp filled with its own cp.async copies (0.96-1.01x).
+`layout`: the launched kernel on a_scale stored K-major (a warp's 8 rows' scales in one sector).
 `check` renders and compiles a set on the CPU (no timing).
 """
 import re
@@ -72,14 +73,22 @@ def ahead_variants(cfg: dict) -> dict:
     return out
 
 
-EXACT = ("reorder", "ahead2")
-SETS = {"edits": variants, "ahead": ahead_variants}
+def layout_variants(cfg: dict) -> dict:
+    """The launched kernel on a_scale stored K-major (strides (1, M): a warp's rows' scales of one K block
+    share a sector; the standard (M, K/128) storage puts each row's in its own), beside `l1`."""
+    return {"launched": cfg, "sa_kmajor": dict(cfg, sa_kmajor=True),
+            "l1": edit(lower_fp8.fp8_source(torch.bfloat16, **cfg), "l1")}
+
+
+EXACT = ("reorder", "ahead2", "sa_kmajor")
+SETS = {"edits": variants, "ahead": ahead_variants, "layout": layout_variants}
 
 
 def check(which="edits"):
     import fp8_ab
     for shape in fp8_ab.SHAPES:
         for label, v in SETS[which](fp8_ab.launched(*shape, 132)).items():
+            v = {k: x for k, x in v.items() if k != "sa_kmajor"}
             kern = v if "source" in v else lower_fp8.fp8_source(torch.bfloat16, **v)
             log = runtime.compile_cuda(kern["source"], name=kern["name"] + f"_{label}.cu").log
             warn = [ln for ln in log.splitlines() if "warning" in ln.lower() or "spill" in ln.lower()]
@@ -96,7 +105,16 @@ def main(which: str, suite: bool):
         n_sets = bench_run._n_sets(M * K + N * K + 2 * M * N, torch.device("cuda")) if suite else 2
         sets = [fp8.make_set(M, N, K, torch.device("cuda"), seed) for seed in range(n_sets)]
         vs = SETS[which](fp8_ab.launched(M, N, K, sms))
+        kmajor = {label: vs.pop(label) for label in [n for n, v in vs.items() if v.get("sa_kmajor")]}
         fns, outs = fp8_ab.launch_all(sets, vs)
+        for label, cfg in kmajor.items():  # the same kernel, the scales' strides differ
+            cfg = {k: v for k, v in cfg.items() if k != "sa_kmajor"}
+            gos = [lower_fp8.launcher(x["a"], x["b"], x["sa_km"].t(), x["sb"], **cfg) for x in sets]
+            gos[0][1].fill_(float("nan"))
+            gos[0][0]()
+            outs[label] = gos[0][1].clone()
+            fns = dict(fns, **{label: lambda i, gos=gos: gos[i % len(sets)][0]()})
+        torch.cuda.synchronize()
         errs = {label: fp8.error_and_bound(o, sets[0]) for label, o in outs.items()}
         bad = {label: e for label, e in errs.items() if not e[0] <= e[1] and label not in ("fadd", "imm", "l1")}
         err, lim = errs["launched"]
