@@ -22,6 +22,7 @@ Bounds (set `edits`; not the answer: one statement of the rendered source change
 Measured and removed in the same session: the scales two blocks ahead through copies of registers
 (`cur = nxt; nxt = next`, in every loop: 0.86-1.02x), and through a ring in shared memory that each
 consumer warp filled with its own cp.async copies (0.96-1.01x).
+`prefetch`: `pf8` / `pf16`, each scale load also prefetching into L1 its row's line 8 / 16 K blocks on.
 `layout`: the launched kernel on a_scale stored K-major (a warp's 8 rows' scales in one sector).
 `check` renders and compiles a set on the CPU (no timing).
 """
@@ -40,6 +41,26 @@ REORDERED = ("for (int q = 0; q < part.pairs; ++q) {\n"
              "    const int p = q < part.pairs / 2 ? 2 * q : 2 * (q - part.pairs / 2) + 1;")
 SCALE_AT = re.compile(r"\[kb \* s([ab])_k\]")
 NEXT = re.compile(r"        const block_scales next = scales\.at\(min\(kb \+ 1, (.+?) - 1\)\);\n")
+
+
+def prefetch(src: str, ahead: int) -> str:
+    """Each scale load also prefetches into L1 the line its row's scales reach `ahead` K blocks later
+    (clamped to the last block), so that the loads hit in L1 where now every line's first one misses;
+    a prefetch writes no register, nothing waits for it (`pf8`, `pf16`)."""
+    edits = [("  int sa_k, sb_k;\n", "  int sa_k, sb_k;\n  int klast;\n"),
+             ("int M, int nblocks, int row0, int tn)", "int M, int nblocks, int row0, int tn, int klast_)"),
+             ("sa_k(sa_k_), sb_k(sb_k_) {}", "sa_k(sa_k_), sb_k(sb_k_), klast(klast_) {}"),
+             ("    block_scales s;\n    s.a0 = a0[kb * sa_k];",
+              f"    block_scales s;\n    const int kp = ::min(kb + {ahead}, klast);\n"
+              '    asm volatile("prefetch.global.L1 [%0];" ::"l"(a0 + kp * sa_k));\n'
+              '    asm volatile("prefetch.global.L1 [%0];" ::"l"(a1 + kp * sa_k));\n'
+              '    asm volatile("prefetch.global.L1 [%0];" ::"l"(b + kp * sb_k));\n    s.a0 = a0[kb * sa_k];'),
+             ("M, nblocks, row0, tn);", "M, nblocks, row0, tn, kblocks - 1);")]
+    for old, new in edits:  # the struct once; its construction once a loop (twice with stream-K)
+        if src.count(old) != 1 and not (old.startswith("M, nblocks") and src.count(old) == 2):
+            return ""
+        src = src.replace(old, new)
+    return src
 
 
 def late(src: str) -> str:
@@ -64,8 +85,8 @@ def late(src: str) -> str:
 
 def edit(kern: dict, how: str) -> dict:
     src = kern["source"]
-    if how == "late":
-        src = late(src)
+    if how == "late" or how.startswith("pf"):
+        src = late(src) if how == "late" else prefetch(src, int(how[2:]))
         n = int(bool(src))
     elif how == "reorder":
         n = src.count(PROMOTE_LOOP)
@@ -85,6 +106,11 @@ def variants(cfg: dict) -> dict:
     base = lower_fp8.fp8_source(torch.bfloat16, **cfg)
     return {"launched": cfg, "late": edit(base, "late"), "reorder": edit(base, "reorder"), "fadd": edit(base, "fadd"),
             "imm": edit(base, "imm"), "l1": edit(base, "l1")}
+
+
+def prefetch_variants(cfg: dict) -> dict:
+    base = lower_fp8.fp8_source(torch.bfloat16, **cfg)
+    return {"launched": cfg, "pf8": edit(base, "pf8"), "pf16": edit(base, "pf16"), "l1": edit(base, "l1")}
 
 
 def ahead_variants(cfg: dict) -> dict:
@@ -107,8 +133,8 @@ def layout_variants(cfg: dict) -> dict:
             "l1": edit(lower_fp8.fp8_source(torch.bfloat16, **cfg), "l1")}
 
 
-EXACT = ("late", "reorder", "ahead2", "sa_kmajor")
-SETS = {"edits": variants, "ahead": ahead_variants, "layout": layout_variants}
+EXACT = ("late", "reorder", "ahead2", "sa_kmajor", "pf8", "pf16")
+SETS = {"edits": variants, "ahead": ahead_variants, "layout": layout_variants, "prefetch": prefetch_variants}
 
 
 def check(which="edits"):
