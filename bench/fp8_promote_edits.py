@@ -1,7 +1,7 @@
-"""Session 26: where the fp8 GEMM's promotion loses to row-wise `_scaled_mm`, as three bounds and two
-kernels beside the launched one, at the issue's five shapes.
+"""Session 26: where the fp8 GEMM's promotion loses to row-wise `_scaled_mm`: three bounds and four
+reorderings of the launched kernel's scale loads, beside it, at the issue's five shapes.
 
-    PYTHONPATH=.:bench python3 bench/fp8_promote_edits.py [edits|ahead] [--suite] [check]
+    PYTHONPATH=.:bench python3 bench/fp8_promote_edits.py [edits|layout|prefetch] [--suite] [check]
 
 Kernels (each must equal the launched output bit for bit: they reorder loads or independent FFMAs):
 * `late` (set `edits`): each block's scales read after the previous block's were last used, into the
@@ -9,19 +9,15 @@ Kernels (each must equal the launched output bit for bit: they reorder loads or 
   and no load before the wgmmas in the source;
 * `reorder` (set `edits`): the promotion's FFMAs of one row scale first, then the other's, so that
   consecutive FFMAs read the same scale register (ptxas can mark it for reuse on every one);
-* `ahead2` (set `ahead`): option scale_ahead=2 where the loop does not overlap two blocks (128 x 256 and
-  192 x 128 tiles): each block's scales read two K blocks before their promotion into one of two sets
-  that even and odd blocks take in turn, so that no copy of a load in flight (`cur = next`, which
-  waits for it) stands before the next wgmmas; with 128 x 256 tiles, also 192 x 128 ones with it.
 Bounds (set `edits`; not the answer: one statement of the rendered source changed):
 * `fadd`: acc = part + acc (session 19's: the two-level sum row-wise `_scaled_mm` runs, no scales);
 * `imm`: acc = fmaf(part, 0.75f, acc): FFMAs as launched, the scale an immediate (two register reads
   an FFMA, not three; the scales' loads vanish as unused);
 * `l1`: every K block's scales read from block 0's addresses (read-only loads of one address: ptxas
   hoists them, and their products, out of the loop).
-Measured and removed in the same session: the scales two blocks ahead through copies of registers
-(`cur = nxt; nxt = next`, in every loop: 0.86-1.02x), and through a ring in shared memory that each
-consumer warp filled with its own cp.async copies (0.96-1.01x).
+Measured and removed in the same session (options of the template then; bench/hopper_fp8_notes.md,
+session 26): the scales two blocks ahead through register copies (2fe5c06) and in two alternating sets
+(1097872), and through a shared-memory ring that each consumer warp filled with cp.async (9f39d1a).
 `prefetch`: `pf8` / `pf16`, each scale load also prefetching into L1 its row's line 8 / 16 K blocks on.
 `layout`: the launched kernel on a_scale stored K-major (a warp's 8 rows' scales in one sector).
 `check` renders and compiles a set on the CPU (no timing).
@@ -113,19 +109,6 @@ def prefetch_variants(cfg: dict) -> dict:
     return {"launched": cfg, "pf8": edit(base, "pf8"), "pf16": edit(base, "pf16"), "l1": edit(base, "l1")}
 
 
-def ahead_variants(cfg: dict) -> dict:
-    """scale_ahead=2 where the launched loop has no overlap (the 128 x 96 and 128 x 128 tiles' loops overlap
-    two blocks and take scale_ahead=1 only); with 128 x 256 tiles, also 192 x 128 ones with and without it."""
-    out = {"launched": cfg}
-    if cfg["BN"] == 256 or cfg["BM"] == 192:
-        out["ahead2"] = dict(cfg, scale_ahead=2)
-    if cfg["BN"] == 256:
-        bm192 = dict(BM=192, BN=128, stream_k=cfg["stream_k"], epilogue="regs", wide_stores=4, scale_index32=True)
-        out.update(bm192=bm192, bm192_ahead2=dict(bm192, scale_ahead=2),
-                   bm192_ahead2_whole=dict(bm192, scale_ahead=2, stream_k=False))
-    return out
-
-
 def layout_variants(cfg: dict) -> dict:
     """The launched kernel on a_scale stored K-major (strides (1, M): a warp's rows' scales of one K block
     share a sector; the standard (M, K/128) storage puts each row's in its own), beside `l1`."""
@@ -133,8 +116,8 @@ def layout_variants(cfg: dict) -> dict:
             "l1": edit(lower_fp8.fp8_source(torch.bfloat16, **cfg), "l1")}
 
 
-EXACT = ("late", "reorder", "ahead2", "sa_kmajor", "pf8", "pf16")
-SETS = {"edits": variants, "ahead": ahead_variants, "layout": layout_variants, "prefetch": prefetch_variants}
+EXACT = ("late", "reorder", "sa_kmajor", "pf8", "pf16")
+SETS = {"edits": variants, "layout": layout_variants, "prefetch": prefetch_variants}
 
 
 def check(which="edits"):
