@@ -19,6 +19,7 @@ Measured and removed in the same session (options of the template then; bench/ho
 session 26): the scales two blocks ahead through register copies (2fe5c06) and in two alternating sets
 (1097872), and through a shared-memory ring that each consumer warp filled with cp.async (9f39d1a).
 `prefetch`: `pf8` / `pf16`, each scale load also prefetching into L1 its row's line 8 / 16 K blocks on.
+`table`: the `lds` bound (scales as shared loads from a table nothing fills) beside `l1`.
 `layout`: the launched kernel on a_scale stored K-major (a warp's 8 rows' scales in one sector).
 `check` renders and compiles a set on the CPU (no timing).
 """
@@ -59,6 +60,18 @@ def prefetch(src: str, ahead: int) -> str:
     return src
 
 
+def lds(src: str) -> str:
+    """A bound: the scales read from a table in shared memory that nothing fills (garbage values), laid
+    out by K block then row as a whole tile's table would be (a warp's rows in distinct banks): the
+    loop's scale path as LDS only, no waits on L2 or on copies in flight (`lds`)."""
+    old = ("    block_scales s;\n    s.a0 = a0[kb * sa_k];\n    s.a1 = a1[kb * sa_k];\n    s.b = b[kb * sb_k];\n"
+           "    s.b1 = HALVES == 2 || BN == 96 ? b1[kb * sb_k] : 0.f;\n")
+    new = ("    __shared__ float table[4096];\n    const int r = threadIdx.x & 127;\n    block_scales s;\n"
+           "    s.a0 = table[(kb * 128 + r / 4) & 4095];\n    s.a1 = table[(kb * 128 + r / 4 + 8) & 4095];\n"
+           "    s.b = table[(kb * 128 + 120) & 4095];\n    s.b1 = table[(kb * 128 + 121) & 4095];\n")
+    return src.replace(old, new) if src.count(old) == 1 else ""
+
+
 def late(src: str) -> str:
     """Each block's scales read after the last use of the previous block's, into the same variable: no
     copy of a load in flight, and no load before the wgmmas in the source (`late`)."""
@@ -81,8 +94,8 @@ def late(src: str) -> str:
 
 def edit(kern: dict, how: str) -> dict:
     src = kern["source"]
-    if how == "late" or how.startswith("pf"):
-        src = late(src) if how == "late" else prefetch(src, int(how[2:]))
+    if how in ("late", "lds") or how.startswith("pf"):
+        src = late(src) if how == "late" else lds(src) if how == "lds" else prefetch(src, int(how[2:]))
         n = int(bool(src))
     elif how == "reorder":
         n = src.count(PROMOTE_LOOP)
@@ -109,6 +122,15 @@ def prefetch_variants(cfg: dict) -> dict:
     return {"launched": cfg, "pf8": edit(base, "pf8"), "pf16": edit(base, "pf16"), "l1": edit(base, "l1")}
 
 
+def table_variants(cfg: dict) -> dict:
+    """The `lds` bound beside `l1` where 16 KB more shared memory fits (not with 128 x 256 tiles)."""
+    base = lower_fp8.fp8_source(torch.bfloat16, **cfg)
+    out = {"launched": cfg, "l1": edit(base, "l1")}
+    if cfg["BN"] != 256:
+        out["lds"] = edit(base, "lds")
+    return out
+
+
 def layout_variants(cfg: dict) -> dict:
     """The launched kernel on a_scale stored K-major (strides (1, M): a warp's rows' scales of one K block
     share a sector; the standard (M, K/128) storage puts each row's in its own), beside `l1`."""
@@ -117,7 +139,8 @@ def layout_variants(cfg: dict) -> dict:
 
 
 EXACT = ("late", "reorder", "sa_kmajor", "pf8", "pf16")
-SETS = {"edits": variants, "layout": layout_variants, "prefetch": prefetch_variants}
+SETS = {"edits": variants, "layout": layout_variants, "prefetch": prefetch_variants,
+        "table": table_variants}
 
 
 def check(which="edits"):
