@@ -17,10 +17,10 @@ Bounds (set `edits`; not the answer: one statement of the rendered source change
   hoists them, and their products, out of the loop).
 Measured and removed in the same session (options of the template then; bench/hopper_fp8_notes.md,
 session 26): the scales two blocks ahead through register copies (2fe5c06) and in two alternating sets
-(1097872), and through a shared-memory ring that each consumer warp filled with cp.async (9f39d1a).
+(1097872), through a shared-memory ring that each consumer warp filled with cp.async (9f39d1a), and
+through a consumer warpgroup's table of 8 or 16 blocks in two windows (dd19e87).
 `prefetch`: `pf8` / `pf16`, each scale load also prefetching into L1 its row's line 8 / 16 K blocks on.
 `table`: the `lds` bound (scales as shared loads from a table nothing fills) beside `l1`.
-`scale_table`: option scale_table (windows of 8 and 16 K blocks) where the tile is 96 or 128 wide.
 `layout`: the launched kernel on a_scale stored K-major (a warp's 8 rows' scales in one sector).
 `check` renders and compiles a set on the CPU (no timing).
 """
@@ -139,18 +139,9 @@ def layout_variants(cfg: dict) -> dict:
             "l1": edit(lower_fp8.fp8_source(torch.bfloat16, **cfg), "l1")}
 
 
-EXACT = ("late", "reorder", "sa_kmajor", "pf8", "pf16", "tab8", "tab16")
-def scale_table_variants(cfg: dict) -> dict:
-    """Option scale_table (a consumer warpgroup's scales in shared memory, windows of 8 or 16 K blocks
-    filled by its own cp.async copies) where the tile is 96 or 128 wide."""
-    out = {"launched": cfg}
-    if cfg["BN"] != 256:
-        out.update(tab8=dict(cfg, scale_table=8), tab16=dict(cfg, scale_table=16))
-    return out
-
-
+EXACT = ("late", "reorder", "sa_kmajor", "pf8", "pf16")
 SETS = {"edits": variants, "layout": layout_variants, "prefetch": prefetch_variants,
-        "table": table_variants, "scale_table": scale_table_variants}
+        "table": table_variants}
 
 
 def check(which="edits"):
