@@ -18,11 +18,10 @@ Bounds (set `edits`; not the answer: one statement of the rendered source change
 Measured and removed in the same session (options of the template then; bench/hopper_fp8_notes.md,
 session 26): the scales two blocks ahead through register copies (2fe5c06) and in two alternating sets
 (1097872), through a shared-memory ring that each consumer warp filled with cp.async (9f39d1a), and
-through a consumer warpgroup's table of 8 or 16 blocks in two windows (dd19e87).
+through a consumer warpgroup's table of 8 or 16 blocks in two windows (dd19e87, and leaner at 504943e,
+with its bitwise check at odd shapes: `python3 bench/fp8_promote_edits.py odd` there).
 `prefetch`: `pf8` / `pf16`, each scale load also prefetching into L1 its row's line 8 / 16 K blocks on.
 `table`: the `lds` bound (scales as shared loads from a table nothing fills) beside `l1`.
-`scale_table`: option scale_table (windows of 8 and 16 K blocks) where the tile is 96 or 128 wide; `odd`
-first checks it bitwise at odd shapes (tails, short K, stream-K with many shares).
 `layout`: the launched kernel on a_scale stored K-major (a warp's 8 rows' scales in one sector).
 `check` renders and compiles a set on the CPU (no timing).
 """
@@ -141,42 +140,9 @@ def layout_variants(cfg: dict) -> dict:
             "l1": edit(lower_fp8.fp8_source(torch.bfloat16, **cfg), "l1")}
 
 
-EXACT = ("late", "reorder", "sa_kmajor", "pf8", "pf16", "tab8", "tab16")
-def scale_table_variants(cfg: dict) -> dict:
-    """Option scale_table (a consumer warpgroup's scales in shared memory, windows of 8 or 16 K blocks
-    filled by its own cp.async copies) where the tile is 96 or 128 wide."""
-    out = {"launched": cfg}
-    if cfg["BN"] != 256:
-        out.update(tab8=dict(cfg, scale_table=8), tab16=dict(cfg, scale_table=16))
-    return out
-
-
-# odd shapes for scale_table's bookkeeping: tails in M, N and K, a K shorter than one window, stream-K
-# with many shares (sms caps the grid), 96-wide tiles straddling a B scale block, 192-row tiles
-ODD = [((200, 300, 1000), dict(BM=128, BN=128)), ((1000, 1000, 3000), dict(BM=128, BN=128, stream_k=True, sms=7)),
-       ((129, 257, 130), dict(BM=128, BN=128)), ((1000, 1000, 2300), dict(BM=128, BN=96, epilogue="regs")),
-       ((700, 600, 5000), dict(BM=192, BN=128, stream_k=True, sms=5)), ((64, 128, 128), dict(BM=192, BN=128))]
-
-
-def check_odd(window: int) -> None:
-    """scale_table=window against the same tile without it, bitwise, at the ODD shapes (on the GPU)."""
-    from tiles.bench import fp8
-    for (M, N, K), cfg in ODD:
-        x = fp8.make_set(M, N, K, torch.device("cuda"), 1)
-        outs = []
-        for extra in ({}, {"scale_table": window}):
-            go, out = lower_fp8.launcher(x["a"], x["b"], x["sa"], x["sb"], **dict(cfg, **extra))
-            out.fill_(float("nan"))
-            go()
-            outs.append(out.clone())
-        torch.cuda.synchronize()
-        err, lim = fp8.error_and_bound(outs[1], x)
-        print("odd", (M, N, K), cfg, f"scale_table={window}", "bitwise", torch.equal(outs[0], outs[1]),
-              f"error {err:.3g} (bound {lim:.3g})", flush=True)
-
-
+EXACT = ("late", "reorder", "sa_kmajor", "pf8", "pf16")
 SETS = {"edits": variants, "layout": layout_variants, "prefetch": prefetch_variants,
-        "table": table_variants, "scale_table": scale_table_variants}
+        "table": table_variants}
 
 
 def check(which="edits"):
@@ -224,10 +190,7 @@ def main(which: str, suite: bool):
 if __name__ == "__main__":
     args = [a for a in sys.argv[1:] if a not in ("check", "--suite")]
     which = args[0] if args else "edits"
-    if which == "odd":
-        check_odd(8)
-        check_odd(16)
-    elif "check" in sys.argv[1:]:
+    if "check" in sys.argv[1:]:
         check(which)
     else:
         main(which, "--suite" in sys.argv[1:])

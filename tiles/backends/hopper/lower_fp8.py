@@ -42,8 +42,7 @@ from . import gemm_probe, runtime, transpose
 
 ARCH = runtime.ARCH
 DEFAULTS = dict(stages=6, group_m=8, producer_regs=None, consumer_regs=None, epilogue="tma", overlap=True, cluster=1,
-                schedule="cooperative", stream_k=False, clamp_scales=True, wide_stores=0, scale_index32=False,
-                scale_table=0)
+                schedule="cooperative", stream_k=False, clamp_scales=True, wide_stores=0, scale_index32=False)
 # setmaxnreg budgets (producer, consumer) by consumer warpgroups, where the options leave them open: the
 # register file is 64K a SM. Three consumers get 160 each: acc (64) + part (64) fit, a second scratch does not.
 REGS = {1: (40, 232), 2: (40, 232), 3: (24, 160)}
@@ -131,10 +130,6 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
         raise ValueError(f"epilogue must be 'regs' or 'tma', got {cfg['epilogue']!r}")
     if cfg["wide_stores"] not in (0, 2, 4):
         raise ValueError(f"wide_stores is 0 (a pair a store), 2 or 4 pairs a store, got {cfg['wide_stores']!r}")
-    if cfg["scale_table"] not in (0, 8, 16) or (cfg["scale_table"] and (BN == 256 or not cfg["clamp_scales"])):
-        raise ValueError(f"scale_table is 0 (scales loaded into registers) or a window of 8 or 16 K blocks, with "
-                         f"BN=96 or 128 and clamp_scales=True; got scale_table={cfg['scale_table']!r}, BN={BN}, "
-                         f"clamp_scales={cfg['clamp_scales']!r}")
     if not isinstance(cfg["stream_k"], bool):
         raise TypeError(f"stream_k must be True or False, got {cfg['stream_k']!r}")
     if not isinstance(cfg["clamp_scales"], bool):
@@ -149,8 +144,7 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
     suffix = "_s{stages}_g{group_m}_{epilogue}".format(**cfg) + ("_ov" if cfg["overlap"] else "") \
         + (f"_cl{cfg['cluster']}" if cfg["cluster"] > 1 else "") + ("_pp" if cfg["schedule"] == "pingpong" else "") + ("_sk" if cfg["stream_k"] else "") \
         + ("" if cfg["clamp_scales"] else "_checked") + (f"_wd{cfg['wide_stores']}" if cfg["wide_stores"] else "") \
-        + ("_i32" if cfg["scale_index32"] else "") \
-        + (f"_tab{cfg['scale_table']}" if cfg["scale_table"] else "")
+        + ("_i32" if cfg["scale_index32"] else "")
     name = (name or "tiles_gemm_fp8_{ot}_{BM}x{BN}x{BK}".format(ot=ot, **cfg)) + suffix
     smem = _smem(cfg, BM, BN, BK)
     if smem > SMEM_LIMIT:
@@ -161,7 +155,7 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
 
 
 def _smem(cfg: dict, BM: int, BN: int, BK: int) -> int:
-    smem = cfg["stages"] * (BM + BN) * BK + 1024 + 1024 + cfg.get("scale_table", 0) * cfg["consumers"] * 2 * 72 * 4
+    smem = cfg["stages"] * (BM + BN) * BK + 1024 + 1024
     if cfg.get("epilogue", DEFAULTS["epilogue"]) == "tma":
         smem += cfg["consumers"] * 2 * 64 * 128
     return smem

@@ -104,18 +104,6 @@ __device__ __forceinline__ uint4 ld_global_nc_v4(const void* p) {
   return r;
 }
 
-// ---------------------------------------------------------------- per-thread async copies (cp.async)
-// 4 bytes global -> shared, with no register waiting for them. Copies join a group at commit.
-// wait<N> returns once at most N of this thread's groups are pending. The landed data is the issuing
-// thread's to read; other threads read it after a barrier with it.
-__device__ __forceinline__ void cp_async_4(u32 dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N> __device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-}
-
 // ---------------------------------------------------------------- flags between CTAs (schedule.h)
 // A CTA publishes data in global memory to another CTA with `flag_release` after its own writes (and,
 // through a barrier, its warpgroup's); the reader's `flag_acquire` then sees them. GPU scope: the two
