@@ -10,7 +10,8 @@ Kernels (each must equal the launched output bit for bit: they reorder loads or 
 * `reorder` (set `edits`): the promotion's FFMAs of one row scale first, then the other's, so that
   consecutive FFMAs read the same scale register (ptxas can mark it for reuse on every one);
 Bounds (set `edits`; not the answer: one statement of the rendered source changed):
-* `fadd`: acc = part + acc (session 19's: the two-level sum row-wise `_scaled_mm` runs, no scales);
+* `fadd`: acc = part + acc (session 19's, fp8_bounds.bound: the two-level sum row-wise `_scaled_mm`
+  runs, no scales);
 * `imm`: acc = fmaf(part, 0.75f, acc): FFMAs as launched, the scale an immediate (two register reads
   an FFMA, not three; the scales' loads vanish as unused);
 * `l1`: every K block's scales read from block 0's addresses (read-only loads of one address: ptxas
@@ -107,7 +108,7 @@ def edit(kern: dict, how: str) -> dict:
     elif how == "l1":
         src, n = SCALE_AT.subn("[0]", src)
     else:
-        src, n = fp8_bounds.FMA.subn(r"= \1 + \2;", src)
+        raise ValueError(f"unknown edit {how!r}")
     if n == 0:
         raise RuntimeError(f"{how}: nothing to edit in {kern['name']}")
     return dict(kern, source=src)
@@ -115,8 +116,8 @@ def edit(kern: dict, how: str) -> dict:
 
 def variants(cfg: dict) -> dict:
     base = lower_fp8.fp8_source(torch.bfloat16, **cfg)
-    return {"launched": cfg, "late": edit(base, "late"), "reorder": edit(base, "reorder"), "fadd": edit(base, "fadd"),
-            "imm": edit(base, "imm"), "l1": edit(base, "l1")}
+    return {"launched": cfg, "late": edit(base, "late"), "reorder": edit(base, "reorder"),
+            "fadd": fp8_bounds.bound(cfg, "fadd"), "imm": edit(base, "imm"), "l1": edit(base, "l1")}
 
 
 def prefetch_variants(cfg: dict) -> dict:
