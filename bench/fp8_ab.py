@@ -16,6 +16,10 @@ single CTAs), group 16 and 4 in the grouped order, and (where the launcher split
 `groups` (session 18): the launched tile visited 4, 12, 16 or 24 tile rows at a time (launched: 8), and
 `i64`: the scale loads' K offsets in 64 bits (launched: 32, option scale_index32).
 `narrow` (session 18): 128 x 96 tiles against 128 x 128 (both unsplit), and 96 with 8 ring stages.
+`stma` (session 27): the launched tile with each K block's scales brought into its ring stage by TMA
+(option scales_tma; the consumers read them from shared memory), and with BN 256 also with stores
+from registers (the TMA store's staging leaves room for 3 stages only, registers keep 4); shapes whose
+scales TMA cannot describe (K / 128 not a multiple of 4: 16-byte rows) keep the launched kernel only.
 `--suite` times as the standard suite does (hopper_gemm_tiles.suite_timed) instead of 20 launches back
 to back.
 
@@ -99,6 +103,20 @@ def narrow_variants(M, N, K, sms):
             "bn96_s8": dict(tile, BN=96, stages=8)}
 
 
+def stma_variants(M, N, K, sms):
+    """Session 27: the scales by TMA into the ring stages (the standard layouts: K-contiguous)."""
+    cfg = launched(M, N, K, sms)
+    out = {"launched": cfg}
+    if -(-K // 128) % 4:
+        return out
+    tma = dict(cfg, scale_index32=False, scales_tma=True, sa_major="k", sb_major="k")
+    out["stma"] = tma
+    if cfg["BN"] == 256:
+        out["stma_regs"] = dict(tma, epilogue="regs")
+        out["stma_regs_wd4"] = dict(tma, epilogue="regs", wide_stores=4)
+    return out
+
+
 def before_variants(path):
     """The launched configuration against the same one rendered from an earlier commit's templates."""
     kerns = json.load(open(path))
@@ -110,6 +128,7 @@ def before_variants(path):
 
 def main(which, suite=False, before=None):
     variants = {"tiles": tile_variants, "knobs": knob_variants, "groups": group_variants, "narrow": narrow_variants,
+                "stma": stma_variants,
                 "before": before and before_variants(before)}[which]
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for M, N, K in SHAPES:
@@ -127,6 +146,8 @@ def main(which, suite=False, before=None):
             unsplit = ["launched (within 1% of its largest output)"]
         ms = ht.suite_timed(fns, len(sets)) if suite else ht.timed(fns, rounds=11)
         print(M, N, K, "launched", vs["launched"], "bitwise vs", unsplit[0], same, flush=True)
+        if which == "stma":  # the same tiles and splits: every variant must store the launched kernel's bits
+            print("    bitwise vs launched:", {label: torch.equal(outs["launched"], o) for label, o in outs.items()})
         print("   ", " ".join(f"{n}={2 * M * N * K / (t * 1e-3) / 1e12:.0f}({ms['launched'] / t:.3f})"
                             for n, t in ms.items()), flush=True)
 

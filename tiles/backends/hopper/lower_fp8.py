@@ -42,7 +42,8 @@ from . import gemm_probe, runtime, transpose
 
 ARCH = runtime.ARCH
 DEFAULTS = dict(stages=6, group_m=8, producer_regs=None, consumer_regs=None, epilogue="tma", overlap=True, cluster=1,
-                schedule="cooperative", stream_k=False, clamp_scales=True, wide_stores=0, scale_index32=False)
+                schedule="cooperative", stream_k=False, clamp_scales=True, wide_stores=0, scale_index32=False,
+                scales_tma=False, sa_major="k", sb_major="k")
 # setmaxnreg budgets (producer, consumer) by consumer warpgroups, where the options leave them open: the
 # register file is 64K a SM. Three consumers get 160 each: acc (64) + part (64) fit, a second scratch does not.
 REGS = {1: (40, 232), 2: (40, 232), 3: (24, 160)}
@@ -138,13 +139,22 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
         raise TypeError(f"scale_index32 must be True or False, got {cfg['scale_index32']!r}")
     if cfg["stream_k"] and cfg["cluster"] != 1:
         raise ValueError("stream_k splits tiles between single CTAs; it takes cluster=1")
+    if not isinstance(cfg["scales_tma"], bool):
+        raise TypeError(f"scales_tma must be True or False, got {cfg['scales_tma']!r}")
+    if cfg["sa_major"] not in ("k", "m") or cfg["sb_major"] not in ("k", "n"):
+        raise ValueError(f"sa_major is 'k' or 'm' and sb_major 'k' or 'n' (the scales' contiguous axis), got "
+                         f"{cfg['sa_major']!r}, {cfg['sb_major']!r}")
+    if cfg["scales_tma"] and cfg["scale_index32"]:
+        raise ValueError("scale_index32 sizes the scale loads from global memory; with scales_tma the consumers "
+                         "read the scales from shared memory")
     if "stages" not in over:  # the default ring, as deep as shared memory allows
         while cfg["stages"] > 2 and _smem(cfg, BM, BN, BK) > SMEM_LIMIT:
             cfg["stages"] -= 1
     suffix = "_s{stages}_g{group_m}_{epilogue}".format(**cfg) + ("_ov" if cfg["overlap"] else "") \
         + (f"_cl{cfg['cluster']}" if cfg["cluster"] > 1 else "") + ("_pp" if cfg["schedule"] == "pingpong" else "") + ("_sk" if cfg["stream_k"] else "") \
         + ("" if cfg["clamp_scales"] else "_checked") + (f"_wd{cfg['wide_stores']}" if cfg["wide_stores"] else "") \
-        + ("_i32" if cfg["scale_index32"] else "")
+        + ("_i32" if cfg["scale_index32"] else "") \
+        + (f"_st{cfg['sa_major']}{cfg['sb_major']}" if cfg["scales_tma"] else "")
     name = (name or "tiles_gemm_fp8_{ot}_{BM}x{BN}x{BK}".format(ot=ot, **cfg)) + suffix
     smem = _smem(cfg, BM, BN, BK)
     if smem > SMEM_LIMIT:
@@ -156,9 +166,38 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
 
 def _smem(cfg: dict, BM: int, BN: int, BK: int) -> int:
     smem = cfg["stages"] * (BM + BN) * BK + 1024 + 1024
+    if cfg.get("scales_tma"):  # each stage's scale boxes (sv: 128-byte aligned)
+        sa_box, sb_box = _scale_boxes(cfg, BM, BN)
+        smem += cfg["stages"] * sum(-(-4 * box[0] * box[1] // 128) * 128 for box in (sa_box, sb_box))
     if cfg.get("epilogue", DEFAULTS["epilogue"]) == "tma":
         smem += cfg["consumers"] * 2 * 64 * 128
     return smem
+
+
+def _scale_boxes(cfg: dict, BM: int, BN: int):
+    """The TMA boxes (innermost first, in floats) of one K block's A and B scales (option scales_tma):
+    the template's sa_box and sb_box. Along K a box takes 4 blocks, TMA's 16-byte minimum."""
+    sb_blocks = 1 if BN == 128 else 2
+    sa_box = (4, BM) if cfg["sa_major"] == "k" else (BM, 1)
+    sb_box = (4, sb_blocks) if cfg["sb_major"] == "k" else (4, 1)
+    return sa_box, sb_box
+
+
+def scales_tma_form(SA, SB) -> Optional[dict]:
+    """The options that take these scales into the ring stages by TMA (scales_tma, sa_major, sb_major),
+    or None where a tensor map cannot describe them: TMA needs one contiguous axis, a 16-byte aligned
+    base and the other axis's stride a multiple of 16 bytes. SB is bind's 3-D per-column view."""
+    def major(t, strides, names):
+        for axis, name in zip((1, 0), names):  # the K axis first: the standard layouts
+            other = strides[1 - axis]
+            if strides[axis] == 1 and (other * 4) % 16 == 0:
+                return name
+        return None
+    if SA.data_ptr() % 16 or SB.data_ptr() % 16 or SA.dtype != SB.dtype or SA.element_size() != 4:
+        return None
+    sa = major(SA, SA.stride(), ("k", "m"))
+    sb = major(SB, (SB.stride(0), SB.stride(2)), ("k", "n"))
+    return None if sa is None or sb is None else dict(scales_tma=True, sa_major=sa, sb_major=sb)
 
 
 class Fp8GemmLowering(Lowering):
@@ -216,9 +255,13 @@ class Fp8GemmLowering(Lowering):
         except (ValueError, TypeError) as e:
             raise LoweringError(f"hopper: fp8 GEMM {BM}x{BN}x{g['BK']} {cfg}: {e}") from None
         A, B, SA, SB, C = g["A"], g["B"], g["SA"], g["SB"], g["C"]
-        args = [("tma", A), ("tma", B), ("tma_out", C), ("ptr", C), ("ptr", SA), ("stride64", SA.strides[0]),
-                ("stride64", SA.strides[1]), ("ptr", SB), ("stride64", SB.strides[0]), ("stride64", SB.strides[2]),
-                ("dim", A.dims[0]), ("dim", B.dims[0]), ("dim", A.dims[1]), ("stride64", C.strides[0])]
+        args = [("tma", A), ("tma", B), ("tma_out", C)]
+        if kern["cfg"]["scales_tma"]:
+            args += [("tma", SA), ("tma", SB), ("ptr", C)]
+        else:
+            args += [("ptr", C), ("ptr", SA), ("stride64", SA.strides[0]), ("stride64", SA.strides[1]), ("ptr", SB),
+                     ("stride64", SB.strides[0]), ("stride64", SB.strides[2])]
+        args += [("dim", A.dims[0]), ("dim", B.dims[0]), ("dim", A.dims[1]), ("stride64", C.strides[0])]
         if kern["cfg"]["stream_k"]:  # the launcher's: split_tiles and workspace
             args += [("workspace", "f32 partial sums, BM x BN per CTA"), ("flags", "i32 per consumer warpgroup of a CTA"),
                      ("i32", "tiles split along K")]
@@ -352,14 +395,31 @@ def bind(kern: dict, A, B, SA, SB, C, sms: Optional[int] = None):
     cl = cfg["cluster"]
     map_b = runtime.tensor_map_2d(ops8[1], cfg["BN"] // cl, cfg["BK"])  # with multicast, each CTA fetches a share
     map_c = runtime.tensor_map_2d(C, 64, 128 // C.element_size()) if tma_out else runtime.null_map()
+    if cfg["scales_tma"]:
+        form = scales_tma_form(SA, SB)
+        if form is None or (form["sa_major"], form["sb_major"]) != (cfg["sa_major"], cfg["sb_major"]):
+            raise ValueError(f"scales_tma with sa_major={cfg['sa_major']!r}, sb_major={cfg['sb_major']!r}: the scales "
+                             f"(a_scale strides {SA.stride()}, b_scale {(SB.stride(0), SB.stride(2))}) take "
+                             f"{form or 'no tensor map (a contiguous axis, 16-byte aligned, other stride 16-byte multiple)'}")
+        sa_box, sb_box = _scale_boxes(cfg, cfg["BM"], cfg["BN"])
+        sa_dims = (SA.shape[1], M) if cfg["sa_major"] == "k" else (M, SA.shape[1])
+        sa_strides = (1, SA.stride(0)) if cfg["sa_major"] == "k" else (1, SA.stride(1))
+        nb, kb = SB.shape[0], SB.shape[2]
+        sb_dims = (kb, nb) if cfg["sb_major"] == "k" else (nb, kb)
+        sb_strides = (1, SB.stride(0)) if cfg["sb_major"] == "k" else (1, SB.stride(2))
+        scale_maps = [runtime.tensor_map(SA, sa_box, 0, sa_dims, sa_strides),
+                      runtime.tensor_map(SB, sb_box, 0, sb_dims, sb_strides)]
     ctiles = -(-M // (cfg["BM"] * cl)) * -(-N // cfg["BN"])
     slots = (sms or runtime.num_sms()) // cl
     if cl > 1:
         slots = min(slots, gemm_probe._max_clusters(k, _Kern(kern["name"], kern["smem"], kern["threads"], cfg)))
-    argv = [map_a, map_b, map_c, runtime.arg_ptr(C), runtime.arg_ptr(SA), runtime.arg_i64(SA.stride(0)),
-            runtime.arg_i64(SA.stride(1)), runtime.arg_ptr(SB), runtime.arg_i64(SB.stride(0)),
-            runtime.arg_i64(SB.stride(2)), runtime.arg_i32(M), runtime.arg_i32(N), runtime.arg_i32(K),
-            runtime.arg_i64(C.stride(0))]
+    if cfg["scales_tma"]:
+        argv = [map_a, map_b, map_c, *scale_maps, runtime.arg_ptr(C)]
+    else:
+        argv = [map_a, map_b, map_c, runtime.arg_ptr(C), runtime.arg_ptr(SA), runtime.arg_i64(SA.stride(0)),
+                runtime.arg_i64(SA.stride(1)), runtime.arg_ptr(SB), runtime.arg_i64(SB.stride(0)),
+                runtime.arg_i64(SB.stride(2))]
+    argv += [runtime.arg_i32(M), runtime.arg_i32(N), runtime.arg_i32(K), runtime.arg_i64(C.stride(0))]
     keep = (ops8, SA, SB, C)  # what the raw pointers in argv point into outlives the launches
     sk = split_tiles(ctiles, slots, -(-K // cfg["BK"])) if cfg["stream_k"] else 0
     grid = (slots if sk else max(1, min(ctiles, slots))) * cl

@@ -71,6 +71,12 @@ __device__ __forceinline__ void load_async_4d(st<T, R, C, SW>& dst, const tma_ma
   for (int j = 0; j < ST::chunks; ++j)
     arch::tma_load_4d(dst.addr() + j * ST::chunk_bytes, &map, bar.addr(), col + j * ST::chunk_cols, c1, c2, c3);
 }
+// A window of a 2-D view in an sv (one unswizzled box, c0 the innermost coordinate): the fp8 GEMM's
+// scales of one K block, beside the stage's tiles.
+template <int C>
+__device__ __forceinline__ void load_async(sv<C>& dst, const tma_map& map, barrier& bar, int c0, int c1) {
+  arch::tma_load_2d(dst.addr(), &map, bar.addr(), c0, c1);
+}
 // A vector's window (sv) of a rank-4 view, its elements along the innermost axis: one unswizzled box.
 // Elements past the tensor read as zero and count toward the barrier's bytes, as a tile's do.
 template <int C>
