@@ -61,7 +61,7 @@ def test_option_renders_and_compiles(cfg, tmp_path):
     for tma in (False, True):
         k = lower_fp8.fp8_source("bf16", scales_tma=tma, **CONFIGS[cfg])
         assert ("load_async(S.sa[pos.stage], map_sa" in k["source"]) == tma
-        assert ("scales.at(S.sa[pos.stage], S.sb[pos.stage])" in k["source"]) == tma
+        assert ("scales.at(S.sa[pos.stage], S.sb[pos.stage], kb)" in k["source"]) == tma
         c = runtime.compile_cuda(k["source"], name=k["name"] + ".cu", cache=False)
         assert_no_spills(c, k["name"], tmp_path)
         sass = disassemble(c.cubin, tmp_path)

@@ -160,7 +160,7 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
     if smem > SMEM_LIMIT:
         raise ValueError(f"{cfg['stages']} stages need {smem} bytes of shared memory (limit {SMEM_LIMIT})")
     src = gemm_probe._env().get_template("gemm_fp8.cu.j2").render(name=name, out_t=ot, ir_name=ir_name,
-                                                                  ir_text=ir_text, scale_box=SCALE_BOX, **cfg)
+                                                                  ir_text=ir_text, **cfg)
     return dict(source=src, name=name, cfg=cfg, smem=smem, threads=128 * (1 + consumers))
 
 
@@ -174,18 +174,14 @@ def _smem(cfg: dict, BM: int, BN: int, BK: int) -> int:
     return smem
 
 
-# Floats along a contiguous axis in one scale box (option scales_tma): the H200 refuses TMA boxes 16
-# bytes wide with an illegal instruction, though cuTensorMapEncodeTiled accepts them (session 27,
-# bench/stma_probe.py). Along K a box then holds SCALE_BOX blocks, of which a stage reads the first.
-SCALE_BOX = 8
-
-
 def _scale_boxes(cfg: dict, BM: int, BN: int):
     """The TMA boxes (innermost first, in floats) of one K block's A and B scales (option scales_tma):
-    the template's sa_box and sb_box."""
+    the template's sa_box and sb_box. A box starts 16-byte aligned along the contiguous axis (the H200
+    refuses others, session 27, bench/stma_probe.py): along K it is the 4-block group of the stage's
+    block; along N, 8 blocks from the tile's first rounded down to 4."""
     sb_blocks = 1 if BN == 128 else 2
-    sa_box = (SCALE_BOX, BM) if cfg["sa_major"] == "k" else (BM, 1)
-    sb_box = (SCALE_BOX, sb_blocks) if cfg["sb_major"] == "k" else (SCALE_BOX, 1)
+    sa_box = (4, BM) if cfg["sa_major"] == "k" else (BM, 1)
+    sb_box = (4, sb_blocks) if cfg["sb_major"] == "k" else (8, 1)
     return sa_box, sb_box
 
 
