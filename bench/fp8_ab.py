@@ -17,9 +17,9 @@ single CTAs), group 16 and 4 in the grouped order, and (where the launcher split
 `i64`: the scale loads' K offsets in 64 bits (launched: 32, option scale_index32).
 `narrow` (session 18): 128 x 96 tiles against 128 x 128 (both unsplit), and 96 with 8 ring stages.
 `stma` (session 27): the launched tile with each K block's scales brought into its ring stage by TMA
-(option scales_tma; the consumers read them from shared memory), and with BN 256 also with stores
-from registers (the TMA store's staging leaves room for 3 stages only, registers keep 4); shapes whose
-scales TMA cannot describe (K / 128 not a multiple of 4: 16-byte rows) keep the launched kernel only.
+(option scales_tma; the consumers read them from shared memory) against loads from global memory
+(`global`); with 128 x 128 tiles also with 5 stages and without stream-K. Shapes whose scales TMA cannot
+describe (K / 128 not a multiple of 4: rows not 16-byte aligned) have `global` only.
 `--suite` times as the standard suite does (hopper_gemm_tiles.suite_timed) instead of 20 launches back
 to back.
 
@@ -45,8 +45,14 @@ PP_SK = dict(BN=256, stages=4, schedule="pingpong", stream_k=True)
 
 
 def launched(M, N, K, sms):
-    """What tiles.gemm_fp8 launches at this shape (its scales' K offsets fit 32 bits at every shape here)."""
-    return dict(lower_fp8.launch_options(M, N, K, sms), scale_index32=True)
+    """What tiles.gemm_fp8 launches at this shape on the standard (K-contiguous) scales: with the tiles
+    where they pay, the scales by TMA into the ring stages where the rows' 16-byte alignment allows
+    (K / 128 a multiple of 4); else loads from global memory, their K offsets in 32 bits (they fit at
+    every shape here)."""
+    cfg = lower_fp8.launch_options(M, N, K, sms)
+    if lower_fp8.stage_scales_pay(cfg) and -(-K // 128) % 4 == 0:
+        return dict(cfg, scales_tma=True, sa_major="k", sb_major="k")
+    return dict(cfg, scale_index32=True)
 
 
 def tile_variants(M, N, K, sms):
@@ -104,16 +110,21 @@ def narrow_variants(M, N, K, sms):
 
 
 def stma_variants(M, N, K, sms):
-    """Session 27: the scales by TMA into the ring stages (the standard layouts: K-contiguous)."""
+    """Session 27: the scales by TMA into the ring stages (the standard layouts: K-contiguous) against
+    loads from global memory (`global`), on the launched tile."""
     cfg = launched(M, N, K, sms)
-    out = {"launched": cfg}
+    glob = {k: v for k, v in cfg.items() if k not in ("scales_tma", "sa_major", "sb_major")}
+    glob["scale_index32"] = True
+    out = {"launched": cfg, "global": glob}
     if -(-K // 128) % 4:
         return out
-    tma = dict(cfg, scale_index32=False, scales_tma=True, sa_major="k", sb_major="k")
-    out["stma"] = tma
-    if cfg["BN"] == 256:
-        out["stma_regs"] = dict(tma, epilogue="regs")
-        out["stma_regs_wd4"] = dict(tma, epilogue="regs", wide_stores=4)
+    tma = dict(glob, scale_index32=False, scales_tma=True, sa_major="k", sb_major="k")
+    if not cfg.get("scales_tma"):
+        out["stma"] = tma
+    if cfg["BN"] == 128 and cfg["BM"] == 128:
+        out["stma_s5"] = dict(tma, stages=5)
+        out["stma_whole"] = dict(tma, stream_k=False)
+        out["global_whole"] = dict(glob, stream_k=False)
     return out
 
 

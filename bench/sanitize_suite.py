@@ -8,7 +8,7 @@ reduces), D = 64 and 128, causal and not, with GQA and tails, then the split bac
 shapes. `--only attention` runs the attention
 workloads alone, with one more whose grids hold more programs than the GPU has SMs, so that persistent CTAs walk
 several (the causal pairs, the turns that run on across programs, Q released in a program's last
-iteration). `--only gemm_fp8` runs the fp8 GEMM with
+iteration). `--only gemm_fp8` runs the fp8 GEMM (scale loads and scales by TMA) with
 its last tiles split along K (stream-K): at an issue shape where the launcher splits them, and on grids
 of a few CTAs, at both tile widths and with 192-row tiles, where tiles split into many shares; and once
 in the transposed storage (the K-major copies of transpose.py).
@@ -64,6 +64,13 @@ if only == "gemm_fp8":
         x = fp8.make_set(M, N, K, dev, 1)
         go, _ = lower_fp8.launcher(x["a"], x["b"], x["sa"], x["sb"], stream_k=True, sms=grid, **cfg)
         go()
+        # the scales by TMA into the ring stages (session 27): K blocks a multiple of 4 here
+        go, _ = lower_fp8.launcher(x["a"], x["b"], x["sa"], x["sb"], stream_k=True, sms=grid, scales_tma=True, **cfg)
+        go()
+    x = fp8.make_set(300, 1000, 4096, dev, 3)  # 128 x 96 tiles on the transposed scales (M- and N-major boxes)
+    go, _ = lower_fp8.launcher(x["a"], x["b"], x["sa_km"].t(), x["sb_kn"].t(), BN=96, epilogue="regs", scales_tma=True,
+                               sa_major="m", sb_major="n")
+    go()
     x = fp8.make_set(200, 300, 1000, dev, 2)  # the transposed storage: K-major copies by transpose.py first
     tiles.gemm_fp8(x["a_km"].t(), x["b_kn"].t(), x["sa_km"].t(), x["sb_kn"].t(), backend=be.name)
     torch.cuda.synchronize()

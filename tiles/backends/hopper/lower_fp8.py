@@ -285,7 +285,9 @@ class Fp8GemmLowering(Lowering):
         options = {} if tma_out else {"epilogue": "regs"}
         if kwargs.get("BN", 128) == 128 and kwargs.get("BM", 128) == 128:  # the CTA's tile, by the tile count
             options.update(launch_options(A.shape[0], B.shape[0], A.shape[1], runtime.num_sms()))
-        if scale_offsets_fit(A, SA, SB):
+        if stage_scales_pay(options) and scales_tma_form(SA, SB):
+            options.update(scales_tma_form(SA, SB))
+        elif scale_offsets_fit(A, SA, SB):
             options["scale_index32"] = True
         key = (id(kfn.trace(A, B, SA, SB, C, **kwargs)), tuple(sorted(options.items())))
         low = cls._lowered.get(key)
@@ -313,6 +315,15 @@ def launch_options(M: int, N: int, K: int, sms: int) -> dict:
     else:
         options.update(epilogue="regs", wide_stores=4)
     return options
+
+
+def stage_scales_pay(options: dict) -> bool:
+    """Whether the launcher takes the scales into the ring stages by TMA (option scales_tma) with this
+    tile, where the scales' layout allows it. H200, session 27 (bench/fp8_ab.py stma, back to back /
+    suite timing, over the scale loads from global memory): 128 x 96 1.044 / 1.041 (1024 x 1536 x 7168),
+    192 x 128 1.023 / 1.042 (6144 x 1536 x 7168), 128 x 256 with turns and stream-K 1.036 / 1.046
+    (8192^3); 128 x 128 with stream-K 0.933 / 0.936 (1024 x 4608 x 7168), so not there."""
+    return options.get("BN", 128) != 128 or options.get("BM", 128) != 128
 
 
 def scale_offsets_fit(A, SA, SB) -> bool:
