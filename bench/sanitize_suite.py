@@ -65,7 +65,9 @@ if only == "gemm_fp8":
         go, _ = lower_fp8.launcher(x["a"], x["b"], x["sa"], x["sb"], stream_k=True, sms=grid, **cfg)
         go()
         # the scales by TMA into the ring stages (session 27): K blocks a multiple of 4 here
-        go, _ = lower_fp8.launcher(x["a"], x["b"], x["sa"], x["sb"], stream_k=True, sms=grid, scales_tma=True, **cfg)
+        # (the ring as deep as shared memory allows beside the scale boxes: 3 stages at BN=256)
+        tma_cfg = {k: v for k, v in cfg.items() if k != "stages"}
+        go, _ = lower_fp8.launcher(x["a"], x["b"], x["sa"], x["sb"], stream_k=True, sms=grid, scales_tma=True, **tma_cfg)
         go()
     x = fp8.make_set(300, 1000, 4096, dev, 3)  # 128 x 96 tiles on the transposed scales (M- and N-major boxes)
     go, _ = lower_fp8.launcher(x["a"], x["b"], x["sa_km"].t(), x["sb_kn"].t(), BN=96, epilogue="regs", scales_tma=True,
