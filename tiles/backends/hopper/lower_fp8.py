@@ -20,8 +20,11 @@ wgmmas, ordered by named barriers, so one promotes while the other's run; +0.7 t
 launcher's choice with BN=256), stream_k=True splits the last waves' tiles along K over every SM
 (include/tiles/schedule.h; the launcher passes a workspace and picks the tile and split with `choose`),
 clamp_scales (on: rows past M and blocks past N read the last row's / block's scales, so every scale load
-is unconditional; +2 to +8 % on the H200, session 15), plus stages, group_m, overlap, epilogue and the
-register split.
+is unconditional; +2 to +8 % on the H200, session 15), scales_tma (each K block's scales come into its
+ring stage by TMA beside the tiles and the consumers read them from shared memory; +2 to +10 % with
+128 x 96, 192 x 128 and 128 x 256 tiles on the H200, session 27, the launcher's choice there where the
+scales' layout allows: stage_scales_pay, scales_tma_form), plus stages, group_m, overlap, epilogue and
+the register split.
 
 The four ops after the mma become one fused promotion (acc += part * (sa[row] * sb)) per thread.
 The grid becomes persistent CTAs visiting the same tiles in grouped order. Hopper's fp8 wgmma reads
