@@ -21,9 +21,9 @@ launcher's choice with BN=256), stream_k=True splits the last waves' tiles along
 (include/tiles/schedule.h; the launcher passes a workspace and picks the tile and split with `choose`),
 clamp_scales (on: rows past M and blocks past N read the last row's / block's scales, so every scale load
 is unconditional; +2 to +8 % on the H200, session 15), scales_tma (each K block's scales come into its
-ring stage by TMA beside the tiles and the consumers read them from shared memory; +2 to +10 % with
-128 x 96, 192 x 128 and 128 x 256 tiles on the H200, session 27, the launcher's choice there where the
-scales' layout allows: stage_scales_pay, scales_tma_form), plus stages, group_m, overlap, epilogue and
+ring stage by TMA beside the tiles and the consumers read them from shared memory; +1 to +10 % on the
+H200, session 27; the launcher's choice where the scales' layout allows, but with 128 x 128 tiles split
+by stream-K: stage_scales_pay, scales_tma_form), plus stages, group_m, overlap, epilogue and
 the register split.
 
 The four ops after the mma become one fused promotion (acc += part * (sa[row] * sb)) per thread.
@@ -288,9 +288,10 @@ class Fp8GemmLowering(Lowering):
         options = {} if tma_out else {"epilogue": "regs"}
         if kwargs.get("BN", 128) == 128 and kwargs.get("BM", 128) == 128:  # the CTA's tile, by the tile count
             options.update(launch_options(A.shape[0], B.shape[0], A.shape[1], runtime.num_sms()))
-        if stage_scales_pay(options) and scales_tma_form(SA, SB):
-            options.update(scales_tma_form(SA, SB))
-        elif scale_offsets_fit(A, SA, SB):
+            form = scales_tma_form(SA, SB)
+            if form and stage_scales_pay(options):
+                options.update(form)
+        if not options.get("scales_tma") and scale_offsets_fit(A, SA, SB):
             options["scale_index32"] = True
         key = (id(kfn.trace(A, B, SA, SB, C, **kwargs)), tuple(sorted(options.items())))
         low = cls._lowered.get(key)
@@ -325,8 +326,9 @@ def stage_scales_pay(options: dict) -> bool:
     tile, where the scales' layout allows it. H200, session 27 (bench/fp8_ab.py stma, back to back /
     suite timing, over the scale loads from global memory): 128 x 96 1.044 / 1.041 (1024 x 1536 x 7168),
     192 x 128 1.023 / 1.042 (6144 x 1536 x 7168), 128 x 256 with turns and stream-K 1.036 / 1.046
-    (8192^3); 128 x 128 with stream-K 0.933 / 0.936 (1024 x 4608 x 7168), so not there."""
-    return options.get("BN", 128) != 128 or options.get("BM", 128) != 128
+    (8192^3), 128 x 128 unsplit 1.013 / 1.037 (1024 x 4608 x 7168); but 128 x 128 with stream-K
+    0.933 / 0.936 there (stream-K then gains nothing over unsplit tiles), so not that one."""
+    return not (options.get("BN", 128) == 128 and options.get("BM", 128) == 128 and options.get("stream_k"))
 
 
 def scale_offsets_fit(A, SA, SB) -> bool:
