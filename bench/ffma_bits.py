@@ -103,7 +103,7 @@ def patch(cubin: bytes, name: str, listing: str, mode: str):
 
 
 def variants(M, N, K, sms, tmp):
-    cfg = fp8_ab.launched(M, N, K, sms)
+    cfg = fp8_ab.global_loads(M, N, K, sms)
     kern = lower_fp8.fp8_source(torch.bfloat16, **cfg)
     cubin = runtime.compile_cuda(kern["source"], name=kern["name"] + ".cu").cubin
     listing = sass.disassemble(cubin, tmp)

@@ -55,6 +55,13 @@ def launched(M, N, K, sms):
     return dict(cfg, scale_index32=True)
 
 
+def global_loads(M, N, K, sms):
+    """The launched tile with the scales loaded from global memory in the loop (what tiles.gemm_fp8
+    launched before session 27, and what the source edits of fp8_bounds.py, fp8_promote_edits.py and
+    ffma_bits.py apply to)."""
+    return dict(lower_fp8.launch_options(M, N, K, sms), scale_index32=True)
+
+
 def tile_variants(M, N, K, sms):
     cfg = launched(M, N, K, sms)
     return {"launched": cfg, "checked": dict(cfg, clamp_scales=False), "session14": SESSION14.get((M, N, K), PP_SK),
@@ -133,7 +140,7 @@ def before_variants(path):
     kerns = json.load(open(path))
 
     def variants(M, N, K, sms):
-        return {"launched": launched(M, N, K, sms), "before": kerns[f"{M},{N},{K}"]}
+        return {"launched": global_loads(M, N, K, sms), "before": kerns[f"{M},{N},{K}"]}  # render_before's forms
     return variants
 
 

@@ -43,7 +43,7 @@ def bound(cfg: dict, how: str) -> dict:
 
 
 def variants(M, N, K, sms):
-    cfg = fp8_ab.launched(M, N, K, sms)
+    cfg = fp8_ab.global_loads(M, N, K, sms)
     out = {"launched": cfg, "fadd": bound(cfg, "fadd"), "none": bound(cfg, "none")}
     if cfg["BN"] == 256:
         out.update(bn128=BN128, bn128_fadd=bound(BN128, "fadd"), bn128_none=bound(BN128, "none"))

@@ -149,7 +149,7 @@ SETS = {"edits": variants, "layout": layout_variants, "prefetch": prefetch_varia
 def check(which="edits"):
     import fp8_ab
     for shape in fp8_ab.SHAPES:
-        for label, v in SETS[which](fp8_ab.launched(*shape, 132)).items():
+        for label, v in SETS[which](fp8_ab.global_loads(*shape, 132)).items():
             v = {k: x for k, x in v.items() if k != "sa_kmajor"}
             kern = v if "source" in v else lower_fp8.fp8_source(torch.bfloat16, **v)
             log = runtime.compile_cuda(kern["source"], name=kern["name"] + f"_{label}.cu").log
@@ -166,7 +166,7 @@ def main(which: str, suite: bool):
     for M, N, K in fp8_ab.SHAPES:
         n_sets = bench_run._n_sets(M * K + N * K + 2 * M * N, torch.device("cuda")) if suite else 2
         sets = [fp8.make_set(M, N, K, torch.device("cuda"), seed) for seed in range(n_sets)]
-        vs = SETS[which](fp8_ab.launched(M, N, K, sms))
+        vs = SETS[which](fp8_ab.global_loads(M, N, K, sms))
         kmajor = {label: vs.pop(label) for label in [n for n, v in vs.items() if v.get("sa_kmajor")]}
         fns, outs = fp8_ab.launch_all(sets, vs)
         for label, cfg in kmajor.items():  # the same kernel, the scales' strides differ

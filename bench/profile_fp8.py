@@ -16,7 +16,7 @@ if impl.startswith("edit:"):
     import fp8_ab
     import fp8_promote_edits
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    fns, _ = fp8_ab.launch_all([x], {"v": fp8_promote_edits.variants(fp8_ab.launched(M, N, K, sms))[impl[5:]]})
+    fns, _ = fp8_ab.launch_all([x], {"v": fp8_promote_edits.variants(fp8_ab.global_loads(M, N, K, sms))[impl[5:]]})
 for _ in range(5):
     if impl.startswith("edit:"):
         fns["v"](0)

@@ -1,5 +1,6 @@
-"""Render the fp8 GEMM's launched configurations (fp8_ab.launched, the issue's five shapes) from the
-templates of an earlier commit, for a before/after comparison on the device (`fp8_ab.py before`):
+"""Render the fp8 GEMM's launched configurations with the global scale loads (fp8_ab.global_loads, the
+issue's five shapes) from the templates of an earlier commit, for a before/after comparison on the
+device (`fp8_ab.py before`):
 
     PYTHONPATH=.:bench python3 bench/render_before.py REV bench/ab_before_fp8_REV.json
 
@@ -31,7 +32,7 @@ def main(rev, out):
         try:
             kerns = {}
             for M, N, K in fp8_ab.SHAPES:
-                cfg = fp8_ab.launched(M, N, K, 132)
+                cfg = fp8_ab.global_loads(M, N, K, 132)
                 kerns[f"{M},{N},{K}"] = lower_fp8.fp8_source("bf16", **cfg)
         finally:
             gemm_probe._env = real
