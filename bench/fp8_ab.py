@@ -144,15 +144,31 @@ def before_variants(path):
     return variants
 
 
+def input_sets(M, N, K, suite=False):
+    """Fresh random problems to rotate through: with `suite`, the suite's rotation (enough sets that
+    consecutive launches miss in L2); else two."""
+    n_sets = bench_run._n_sets(M * K + N * K + 2 * M * N, torch.device("cuda")) if suite else 2
+    return [fp8.make_set(M, N, K, torch.device("cuda"), seed) for seed in range(n_sets)]
+
+
+def timings(fns, n_sets, suite=False):
+    """Median ms of each of fns, interleaved: as the standard suite times (suite) or back to back."""
+    return ht.suite_timed(fns, n_sets) if suite else ht.timed(fns, rounds=11)
+
+
+def print_speeds(M, N, K, ms):
+    """One line: each variant's TFLOP/s and, in brackets, its speed over `launched`."""
+    print("   ", " ".join(f"{n}={2 * M * N * K / (t * 1e-3) / 1e12:.0f}({ms['launched'] / t:.3f})"
+                        for n, t in ms.items()), flush=True)
+
+
 def main(which, suite=False, before=None):
     variants = {"tiles": tile_variants, "knobs": knob_variants, "groups": group_variants, "narrow": narrow_variants,
                 "stma": stma_variants,
                 "before": before and before_variants(before)}[which]
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for M, N, K in SHAPES:
-        # the suite's rotation: enough sets that consecutive launches miss in L2
-        n_sets = bench_run._n_sets(M * K + N * K + 2 * M * N, torch.device("cuda")) if suite else 2
-        sets = [fp8.make_set(M, N, K, torch.device("cuda"), seed) for seed in range(n_sets)]
+        sets = input_sets(M, N, K, suite)
         vs = variants(M, N, K, sms)
         fns, outs = launch_all(sets, vs)
         unsplit = [label for label, cfg in vs.items() if not cfg.get("cfg", cfg).get("stream_k")]
@@ -162,12 +178,11 @@ def main(which, suite=False, before=None):
             tol = 1e-2 * ref.abs().max().item()
             same = {label: bool((o.float() - ref).abs().max().item() <= tol) for label, o in outs.items()}
             unsplit = ["launched (within 1% of its largest output)"]
-        ms = ht.suite_timed(fns, len(sets)) if suite else ht.timed(fns, rounds=11)
+        ms = timings(fns, len(sets), suite)
         print(M, N, K, "launched", vs["launched"], "bitwise vs", unsplit[0], same, flush=True)
         if which == "stma":  # the same tiles and splits: every variant must store the launched kernel's bits
             print("    bitwise vs launched:", {label: torch.equal(outs["launched"], o) for label, o in outs.items()})
-        print("   ", " ".join(f"{n}={2 * M * N * K / (t * 1e-3) / 1e12:.0f}({ms['launched'] / t:.3f})"
-                            for n, t in ms.items()), flush=True)
+        print_speeds(M, N, K, ms)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,6 @@ from tiles.backends.hopper import lower_fp8
 from tiles.bench import fp8
 
 import fp8_ab
-import hopper_gemm_tiles as ht
 
 FMA = re.compile(r"= fmaf\((part\.v\[0\]\[p\]\.[xy]), \w+, (acc\.v\[0\]\[[^\]]+\]\.[xy])\);")
 BN128 = dict(BM=128, BN=128, stream_k=False, epilogue="regs", wide_stores=4, scale_index32=True)
@@ -73,14 +72,13 @@ def power(fns, seconds=2.0):
 def main(with_power):
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for M, N, K in fp8_ab.SHAPES:
-        sets = [fp8.make_set(M, N, K, torch.device("cuda"), seed) for seed in range(2)]
+        sets = fp8_ab.input_sets(M, N, K)
         vs = variants(M, N, K, sms)
         fns, outs = fp8_ab.launch_all(sets, vs)
         err, lim = fp8.error_and_bound(outs["launched"], sets[0])
-        ms = ht.timed(fns, rounds=11)
+        ms = fp8_ab.timings(fns, len(sets))
         print(M, N, K, "launched", vs["launched"], f"error {err:.3g} (bound {lim:.3g})", flush=True)
-        print("   ", " ".join(f"{n}={2 * M * N * K / (t * 1e-3) / 1e12:.0f}({ms['launched'] / t:.3f})"
-                            for n, t in ms.items()), flush=True)
+        fp8_ab.print_speeds(M, N, K, ms)
         if with_power and (M, N, K) == (8192, 8192, 8192):
             keep = ("launched", "fadd", "none", "scaled_mm_rowwise")
             for n, (mhz, w) in power({n: fns[n] for n in keep}).items():

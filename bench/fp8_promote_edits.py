@@ -159,13 +159,10 @@ def check(which="edits"):
 
 def main(which: str, suite: bool):
     import fp8_ab
-    import hopper_gemm_tiles as ht
     from tiles.bench import fp8
-    from tiles.bench import run as bench_run
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for M, N, K in fp8_ab.SHAPES:
-        n_sets = bench_run._n_sets(M * K + N * K + 2 * M * N, torch.device("cuda")) if suite else 2
-        sets = [fp8.make_set(M, N, K, torch.device("cuda"), seed) for seed in range(n_sets)]
+        sets = fp8_ab.input_sets(M, N, K, suite)
         vs = SETS[which](fp8_ab.global_loads(M, N, K, sms))
         kmajor = {label: vs.pop(label) for label in [n for n, v in vs.items() if v.get("sa_kmajor")]}
         fns, outs = fp8_ab.launch_all(sets, vs)
@@ -181,11 +178,10 @@ def main(which: str, suite: bool):
         bad = {label: e for label, e in errs.items() if not e[0] <= e[1] and label not in ("fadd", "imm", "l1", "lds")}
         err, lim = errs["launched"]
         same = {label: torch.equal(outs[label], outs["launched"]) for label in EXACT if label in outs}
-        ms = ht.suite_timed(fns, len(sets)) if suite else ht.timed(fns, rounds=11)
+        ms = fp8_ab.timings(fns, len(sets), suite)
         print(M, N, K, vs["launched"], f"error {err:.3g} (bound {lim:.3g})", "bitwise", same,
               "over the bound:", bad, flush=True)
-        print("   ", " ".join(f"{n}={2 * M * N * K / (t * 1e-3) / 1e12:.0f}({ms['launched'] / t:.3f})"
-                            for n, t in ms.items()), flush=True)
+        fp8_ab.print_speeds(M, N, K, ms)
 
 
 if __name__ == "__main__":
