@@ -113,3 +113,15 @@ def test_a_layout_the_kernel_was_not_rendered_for_is_refused():
     x = fp8.make_set(256, 256, 512, torch.device("cuda"), 1)
     with pytest.raises(ValueError, match="scales_tma with sa_major='m'"):
         lower_fp8.launcher(x["a"], x["b"], x["sa"], x["sb"], scales_tma=True, sa_major="m", sb_major="n")
+
+
+def test_a_kernel_whose_boxes_differ_from_the_hosts_does_not_compile(monkeypatch):
+    """The bytes a stage's full barrier expects come from the kernel's sv boxes, the bytes TMA brings
+    from the host's tensor maps (lower_fp8._scale_boxes): a static_assert ties the two, so a mismatch
+    is a compile error, not a kernel waiting forever on its barrier."""
+    runtime = needs.nvrtc()
+    host = lower_fp8._scale_boxes
+    monkeypatch.setattr(lower_fp8, "_scale_boxes", lambda cfg, BM, BN: ((8, BM), host(cfg, BM, BN)[1]))
+    k = lower_fp8.fp8_source("bf16", scales_tma=True, epilogue="regs")
+    with pytest.raises(Exception, match="scale boxes"):
+        runtime.compile_cuda(k["source"], name=k["name"] + ".cu", cache=False)

@@ -162,8 +162,9 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
     smem = _smem(cfg, BM, BN, BK)
     if smem > SMEM_LIMIT:
         raise ValueError(f"{cfg['stages']} stages need {smem} bytes of shared memory (limit {SMEM_LIMIT})")
+    boxes = _scale_boxes(cfg, BM, BN) if cfg["scales_tma"] else None
     src = gemm_probe._env().get_template("gemm_fp8.cu.j2").render(name=name, out_t=ot, ir_name=ir_name,
-                                                                  ir_text=ir_text, **cfg)
+                                                                  ir_text=ir_text, scale_boxes=boxes, **cfg)
     return dict(source=src, name=name, cfg=cfg, smem=smem, threads=128 * (1 + consumers))
 
 
@@ -192,16 +193,15 @@ def scales_tma_form(SA, SB) -> Optional[dict]:
     """The options that take these scales into the ring stages by TMA (scales_tma, sa_major, sb_major),
     or None where a tensor map cannot describe them: TMA needs one contiguous axis, a 16-byte aligned
     base and the other axis's stride a multiple of 16 bytes. SB is bind's 3-D per-column view."""
-    def major(t, strides, names):
-        for axis, name in zip((1, 0), names):  # the K axis first: the standard layouts
-            other = strides[1 - axis]
-            if strides[axis] == 1 and (other * 4) % 16 == 0:
+    def major(strides, names):  # strides (other axis, K); names ("k", ...) for K-contiguous first
+        for axis, name in zip((1, 0), names):
+            if strides[axis] == 1 and (strides[1 - axis] * 4) % 16 == 0:
                 return name
         return None
     if SA.data_ptr() % 16 or SB.data_ptr() % 16 or SA.dtype != SB.dtype or SA.element_size() != 4:
         return None
-    sa = major(SA, SA.stride(), ("k", "m"))
-    sb = major(SB, (SB.stride(0), SB.stride(2)), ("k", "n"))
+    sa = major(SA.stride(), ("k", "m"))
+    sb = major((SB.stride(0), SB.stride(2)), ("k", "n"))
     return None if sa is None or sb is None else dict(scales_tma=True, sa_major=sa, sb_major=sb)
 
 
