@@ -18,8 +18,9 @@ single CTAs), group 16 and 4 in the grouped order, and (where the launcher split
 `narrow` (session 18): 128 x 96 tiles against 128 x 128 (both unsplit), and 96 with 8 ring stages.
 `stma` (session 27): the launched tile with each K block's scales brought into its ring stage by TMA
 (option scales_tma; the consumers read them from shared memory) against loads from global memory
-(`global`); with 128 x 128 tiles also with 5 stages and without stream-K. Shapes whose scales TMA cannot
-describe (K / 128 not a multiple of 4: rows not 16-byte aligned) have `global` only.
+(`global`); with 128 x 128 tiles also with 5 stages and without stream-K. Where K / 128 is not a multiple
+of 4 (rows not 16-byte aligned: 6144 x 7168 x 2304) the scale rows come two or four at a time (session 28,
+sa_group / sb_group).
 `--suite` times as the standard suite does (hopper_gemm_tiles.suite_timed) instead of 20 launches back
 to back.
 
@@ -44,14 +45,23 @@ SESSION14 = {(1024, 1536, 7168): dict(BN=128), (1024, 4608, 7168): dict(BN=128, 
 PP_SK = dict(BN=256, stages=4, schedule="pingpong", stream_k=True)
 
 
+def standard_form(M, N, K):
+    """scales_tma_form of the standard (K-contiguous, packed) scales at this shape: rows taken two or
+    four at a time where K / 128 is not a multiple of 4 (session 28), None where the rows do not divide."""
+    kb = -(-K // 128)
+    sa = torch.empty(M, kb, device="meta")
+    sb = torch.empty(-(-N // 128), kb, device="meta")
+    return lower_fp8.scales_tma_form(sa, sb.unsqueeze(1).expand(sb.shape[0], 128, kb))
+
+
 def launched(M, N, K, sms):
     """What tiles.gemm_fp8 launches at this shape on the standard (K-contiguous) scales: with the tiles
-    where they pay, the scales by TMA into the ring stages where the rows' 16-byte alignment allows
-    (K / 128 a multiple of 4); else loads from global memory, their K offsets in 32 bits (they fit at
-    every shape here)."""
+    where they pay, the scales by TMA into the ring stages where a tensor map describes them; else loads
+    from global memory, their K offsets in 32 bits (they fit at every shape here)."""
     cfg = lower_fp8.launch_options(M, N, K, sms)
-    if lower_fp8.stage_scales_pay(cfg) and -(-K // 128) % 4 == 0:
-        return dict(cfg, scales_tma=True, sa_major="k", sb_major="k")
+    form = standard_form(M, N, K)
+    if lower_fp8.stage_scales_pay(cfg) and form:
+        return dict(cfg, **form)
     return dict(cfg, scale_index32=True)
 
 
@@ -120,14 +130,17 @@ def stma_variants(M, N, K, sms):
     """Session 27: the scales by TMA into the ring stages (the standard layouts: K-contiguous) against
     loads from global memory (`global`), on the launched tile."""
     cfg = launched(M, N, K, sms)
-    glob = {k: v for k, v in cfg.items() if k not in ("scales_tma", "sa_major", "sb_major")}
+    glob = {k: v for k, v in cfg.items() if k not in ("scales_tma", "sa_major", "sb_major", "sa_group", "sb_group")}
     glob["scale_index32"] = True
     out = {"launched": cfg, "global": glob}
-    if -(-K // 128) % 4:
+    form = standard_form(M, N, K)
+    if form is None:
         return out
-    tma = dict(glob, scale_index32=False, scales_tma=True, sa_major="k", sb_major="k")
+    tma = dict(glob, scale_index32=False, **form)
     if not cfg.get("scales_tma"):
         out["stma"] = tma
+    if cfg["BN"] == 256:  # session 28: stores from registers with the scales' boxes (one more ring stage)
+        out["stma_regs"] = dict(tma, epilogue="regs")
     if cfg["BN"] == 128 and cfg["BM"] == 128:
         out["stma_s5"] = dict(tma, stages=5)
         out["stma_whole"] = dict(tma, stream_k=False)

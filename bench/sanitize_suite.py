@@ -8,7 +8,8 @@ reduces), D = 64 and 128, causal and not, with GQA and tails, then the split bac
 shapes. `--only attention` runs the attention
 workloads alone, with one more whose grids hold more programs than the GPU has SMs, so that persistent CTAs walk
 several (the causal pairs, the turns that run on across programs, Q released in a program's last
-iteration). `--only gemm_fp8` runs the fp8 GEMM (scale loads and scales by TMA) with
+iteration). `--only gemm_fp8` runs the fp8 GEMM (scale loads and scales by TMA, scale rows taken 2 or 4
+at a time among them) with
 its last tiles split along K (stream-K): at an issue shape where the launcher splits them, and on grids
 of a few CTAs, at both tile widths and with 192-row tiles, where tiles split into many shares; and once
 in the transposed storage (the K-major copies of transpose.py).
@@ -68,6 +69,16 @@ if only == "gemm_fp8":
         # (the ring as deep as shared memory allows beside the scale boxes: 3 stages at BN=256)
         tma_cfg = {k: v for k, v in cfg.items() if k != "stages"}
         go, _ = lower_fp8.launcher(x["a"], x["b"], x["sa"], x["sb"], stream_k=True, sms=grid, scales_tma=True, **tma_cfg)
+        go()
+    # rows that are not 16-byte aligned, taken 2 (18 K blocks) or 4 (17) at a time (session 28)
+    for (M, N, K), grid, cfg in (((384, 768, 2304), 4, dict(BN=256, schedule="pingpong", stream_k=True)),
+                                 ((260, 1000, 2100), 5, dict(stream_k=True)),
+                                 ((260, 1000, 2100), None, dict(BN=96, epilogue="regs"))):
+        x = fp8.make_set(M, N, K, dev, 4)
+        sb = x["sb"].unsqueeze(1).expand(x["sb"].shape[0], 128, x["sb"].shape[1])
+        form = lower_fp8.scales_tma_form(x["sa"], sb)
+        assert form["sa_group"] > 1 and form["sb_group"] > 1, form
+        go, _ = lower_fp8.launcher(x["a"], x["b"], x["sa"], x["sb"], sms=grid, **cfg, **form)
         go()
     x = fp8.make_set(300, 1000, 4096, dev, 3)  # 128 x 96 tiles on the transposed scales (M- and N-major boxes)
     go, _ = lower_fp8.launcher(x["a"], x["b"], x["sa_km"].t(), x["sb_kn"].t(), BN=96, epilogue="regs", scales_tma=True,

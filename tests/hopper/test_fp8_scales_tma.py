@@ -4,9 +4,10 @@ consumers read them from shared memory in place of loads from global memory in t
 
 On the CPU: the option renders and compiles for every tile and schedule, with no spills and fewer
 global loads; the launcher's layout check (`scales_tma_form`) takes the standard and the transposed
-scales where TMA can describe them and refuses the rest; bad options are named errors. On an sm_90 GPU:
-the output is bitwise what the global loads give (each element sees the same fmaf sequence, and rows
-past M, whose scales read TMA's zeros, are never stored), within the float64 bound, in both layouts."""
+scales where TMA can describe them (rows that are not 16-byte aligned two or four at a time) and refuses
+the rest; bad options are named errors. On an sm_90 GPU: the output is bitwise what the global loads give
+(each element sees the same fmaf sequence, and rows past M, whose scales read TMA's zeros, are never
+stored), within the float64 bound, in both layouts and with grouped rows."""
 from __future__ import annotations
 
 import pytest
@@ -33,11 +34,20 @@ def test_layouts_the_tensor_maps_take():
     def sb(nb, kb, strides):  # bind's 3-D per-column view of b_scale
         return _meta((nb, 128, kb), (strides[0], 0, strides[1]))
 
-    assert lower_fp8.scales_tma_form(_meta((1024, 56), (56, 1)), sb(12, 56, (56, 1))) == dict(
-        scales_tma=True, sa_major="k", sb_major="k")
-    assert lower_fp8.scales_tma_form(_meta((1024, 56), (1, 1024)), sb(12, 56, (1, 12))) == dict(
-        scales_tma=True, sa_major="m", sb_major="n")
-    assert lower_fp8.scales_tma_form(_meta((6144, 18), (18, 1)), sb(56, 18, (18, 1))) is None  # 72-byte rows
+    def form(sa_major, sb_major, sa_group=1, sb_group=1):
+        return dict(scales_tma=True, sa_major=sa_major, sb_major=sb_major, sa_group=sa_group, sb_group=sb_group)
+
+    assert lower_fp8.scales_tma_form(_meta((1024, 56), (56, 1)), sb(12, 56, (56, 1))) == form("k", "k")
+    assert lower_fp8.scales_tma_form(_meta((1024, 56), (1, 1024)), sb(12, 56, (1, 12))) == form("m", "n")
+    # rows that are not 16-byte aligned: 72-byte rows two at a time, 68-byte ones four at a time, a
+    # 76-byte stride (rows padded to 19 floats) four at a time
+    assert lower_fp8.scales_tma_form(_meta((6144, 18), (18, 1)), sb(56, 18, (18, 1))) == form("k", "k", 2, 2)
+    assert lower_fp8.scales_tma_form(_meta((1000, 17), (17, 1)), sb(8, 17, (17, 1))) == form("k", "k", 4, 4)
+    assert lower_fp8.scales_tma_form(_meta((1000, 18), (19, 1)), sb(8, 18, (18, 1))) == form("k", "k", 4, 2)
+    # ... but not where the row count does not divide by the group (the view's last row would reach
+    # past the tensor)
+    assert lower_fp8.scales_tma_form(_meta((1001, 18), (18, 1)), sb(8, 18, (18, 1))) is None
+    assert lower_fp8.scales_tma_form(_meta((1000, 18), (18, 1)), sb(3, 18, (18, 1))) is None
     assert lower_fp8.scales_tma_form(_meta((1024, 56), (56, 1)), sb(3, 56, (1, 3))) is None  # 12-byte K stride
     assert lower_fp8.scales_tma_form(_meta((1024, 56), (112, 2)), sb(12, 56, (56, 1))) is None  # no contiguous axis
 
@@ -49,6 +59,12 @@ def test_bad_options_are_named():
         lower_fp8.fp8_source("bf16", scales_tma=True, sa_major="n")
     with pytest.raises(ValueError, match="scale_index32 sizes the scale loads from global memory"):
         lower_fp8.fp8_source("bf16", scales_tma=True, scale_index32=True)
+    with pytest.raises(ValueError, match="sa_group is 1, 2 or 4"):
+        lower_fp8.fp8_source("bf16", scales_tma=True, sa_group=3)
+    with pytest.raises(ValueError, match="sa_group=2 takes K-contiguous scales by TMA"):
+        lower_fp8.fp8_source("bf16", sa_group=2)
+    with pytest.raises(ValueError, match="sb_group=4 takes K-contiguous scales by TMA"):
+        lower_fp8.fp8_source("bf16", scales_tma=True, sb_major="n", sb_group=4)
 
 
 @pytest.mark.parametrize("cfg", list(CONFIGS))
@@ -69,6 +85,31 @@ def test_option_renders_and_compiles(cfg, tmp_path):
         loads[tma] = (sass.count("LDG"), sass.count("UTMALDG"))
     assert loads[True][0] < loads[False][0], loads  # the scale loads left the consumers' loop
     assert loads[True][1] > loads[False][1], loads  # and became TMA copies
+
+
+@pytest.mark.parametrize("cfg", list(CONFIGS))
+@pytest.mark.parametrize("groups", [(2, 2), (4, 1), (1, 4)])
+def test_grouped_rows_render_and_compile(cfg, groups, tmp_path):
+    """Rows taken 2 or 4 at a time: one box per row phase of A and one per B block, still no spills,
+    no serialized wgmmas, and no scale loads from global memory in the loop."""
+    runtime = needs.nvrtc()
+    from test_compile import assert_no_spills  # tests/hopper is on sys.path
+    from sass import disassemble
+
+    k = lower_fp8.fp8_source("bf16", scales_tma=True, sa_group=groups[0], sb_group=groups[1], **CONFIGS[cfg])
+    assert ("for (int r = 0; r < SA_GROUP; ++r)" in k["source"]) == (groups[0] > 1)
+    assert ("for (int j = 0; j < SB_BLOCKS; ++j)" in k["source"]) == (groups[1] > 1)
+    c = runtime.compile_cuda(k["source"], name=k["name"] + ".cu", cache=False)
+    assert_no_spills(c, k["name"], tmp_path)
+    assert "serialized" not in c.log
+    plain = lower_fp8.fp8_source("bf16", scales_tma=True, **CONFIGS[cfg])
+    sass = disassemble(c.cubin, tmp_path)
+    plain_sass = disassemble(runtime.compile_cuda(plain["source"], name=plain["name"] + ".cu").cubin, tmp_path)
+    def global_loads(text):  # LDG, not counting the UTMALDG copies
+        return text.count("LDG") - text.count("UTMALDG")
+    assert global_loads(sass) == global_loads(plain_sass)
+    more_boxes = groups[0] > 1 or (groups[1] > 1 and CONFIGS[cfg].get("BN", 128) != 128)  # one B block: one box
+    assert (sass.count("UTMALDG") > plain_sass.count("UTMALDG")) == more_boxes
 
 
 def _layouts(x, transposed):
@@ -105,6 +146,41 @@ def test_stage_scales_store_the_same_bits_on_the_gpu(cfg, mnk, grid, transposed)
     assert err <= bound, (err, bound)
 
 
+def _padded(t, width):
+    """t's values in the first columns of a wider tensor: rows `width` floats apart."""
+    wide = torch.zeros(t.shape[0], width, dtype=t.dtype, device=t.device)
+    wide[:, :t.shape[1]] = t
+    return wide[:, :t.shape[1]]
+
+
+# M, N, K with K/128 not a multiple of 4 (scale rows not 16-byte aligned), and the row stride they get
+# (None: packed; else padded to that many floats): 18 blocks two rows at a time, 17 and 5 four at a
+# time, 17 blocks in rows padded to 18 floats; M, N and K tails; grid caps split tiles into shares
+@pytest.mark.parametrize("cfg", list(CONFIGS))
+@pytest.mark.parametrize("mnk,grid,stride", [((1000, 1024, 2304), None, None), ((1000, 1000, 2100), 7, None),
+                                             ((260, 1536, 600), 5, None), ((512, 768, 2176), None, 18)])
+def test_grouped_rows_store_the_same_bits_on_the_gpu(cfg, mnk, grid, stride):
+    needs.hopper_gpu()
+    from tiles.bench import fp8
+
+    M, N, K = mnk
+    x = fp8.make_set(M, N, K, torch.device("cuda"), M + 3 * N + K)
+    sa, sb = (x["sa"], x["sb"]) if stride is None else (_padded(x["sa"], stride), _padded(x["sb"], stride))
+    form = lower_fp8.scales_tma_form(sa, sb.unsqueeze(1).expand(sb.shape[0], 128, sb.shape[1]))
+    assert form is not None and (form["sa_group"], form["sb_group"]) != (1, 1), form
+    outs = {}
+    for tma in (False, True):
+        out = torch.full((M, N), float("nan"), dtype=torch.bfloat16, device="cuda")
+        go, out = lower_fp8.launcher(x["a"], x["b"], sa, sb, out=out, sms=grid, **dict(CONFIGS[cfg], **(form if tma else {})))
+        go()
+        outs[tma] = out
+    torch.cuda.synchronize()
+    assert not torch.isnan(outs[True]).any()
+    assert torch.equal(outs[True], outs[False])
+    err, bound = fp8.error_and_bound(outs[True], x)
+    assert err <= bound, (err, bound)
+
+
 def test_a_layout_the_kernel_was_not_rendered_for_is_refused():
     """bind checks the scales against the kernel's sa_major / sb_major before any launch."""
     needs.hopper_gpu()
@@ -113,6 +189,9 @@ def test_a_layout_the_kernel_was_not_rendered_for_is_refused():
     x = fp8.make_set(256, 256, 512, torch.device("cuda"), 1)
     with pytest.raises(ValueError, match="scales_tma with sa_major='m'"):
         lower_fp8.launcher(x["a"], x["b"], x["sa"], x["sb"], scales_tma=True, sa_major="m", sb_major="n")
+    y = fp8.make_set(256, 256, 2304, torch.device("cuda"), 2)  # 18 blocks: rows two at a time
+    with pytest.raises(ValueError, match="sa_group=1, sb_group=1: the scales"):
+        lower_fp8.launcher(y["a"], y["b"], y["sa"], y["sb"], scales_tma=True)
 
 
 def test_a_kernel_whose_boxes_differ_from_the_hosts_does_not_compile(monkeypatch):

@@ -23,7 +23,8 @@ clamp_scales (on: rows past M and blocks past N read the last row's / block's sc
 is unconditional; +2 to +8 % on the H200, session 15), scales_tma (each K block's scales come into its
 ring stage by TMA beside the tiles and the consumers read them from shared memory; +1 to +10 % on the
 H200, session 27; the launcher's choice where the scales' layout allows, but with 128 x 128 tiles split
-by stream-K: stage_scales_pay, scales_tma_form), plus stages, group_m, overlap, epilogue and
+by stream-K: stage_scales_pay, scales_tma_form; sa_group / sb_group take K-contiguous scale rows that
+are not 16-byte aligned, K/128 not a multiple of 4, 2 or 4 rows at a time: row_group), plus stages, group_m, overlap, epilogue and
 the register split.
 
 The four ops after the mma become one fused promotion (acc += part * (sa[row] * sb)) per thread.
@@ -35,6 +36,7 @@ strides).
 """
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 from tiles.core import ir
@@ -46,7 +48,7 @@ from . import gemm_probe, runtime, transpose
 ARCH = runtime.ARCH
 DEFAULTS = dict(stages=6, group_m=8, producer_regs=None, consumer_regs=None, epilogue="tma", overlap=True, cluster=1,
                 schedule="cooperative", stream_k=False, clamp_scales=True, wide_stores=0, scale_index32=False,
-                scales_tma=False, sa_major="k", sb_major="k")
+                scales_tma=False, sa_major="k", sb_major="k", sa_group=1, sb_group=1)
 # setmaxnreg budgets (producer, consumer) by consumer warpgroups, where the options leave them open: the
 # register file is 64K a SM. Three consumers get 160 each: acc (64) + part (64) fit, a second scratch does not.
 REGS = {1: (40, 232), 2: (40, 232), 3: (24, 160)}
@@ -150,6 +152,14 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
     if cfg["scales_tma"] and cfg["scale_index32"]:
         raise ValueError("scale_index32 sizes the scale loads from global memory; with scales_tma the consumers "
                          "read the scales from shared memory")
+    for side, major in (("sa", "sa_major"), ("sb", "sb_major")):
+        group = cfg[f"{side}_group"]
+        if group not in (1, 2, 4):
+            raise ValueError(f"{side}_group is 1, 2 or 4 (scale rows a 16-byte aligned row of the view holds), "
+                             f"got {group!r}")
+        if group > 1 and not (cfg["scales_tma"] and cfg[major] == "k"):
+            raise ValueError(f"{side}_group={group} takes K-contiguous scales by TMA (scales_tma=True, {major}='k'), "
+                             f"got scales_tma={cfg['scales_tma']!r}, {major}={cfg[major]!r}")
     if "stages" not in over:  # the default ring, as deep as shared memory allows
         while cfg["stages"] > 2 and _smem(cfg, BM, BN, BK) > SMEM_LIMIT:
             cfg["stages"] -= 1
@@ -157,7 +167,8 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
         + (f"_cl{cfg['cluster']}" if cfg["cluster"] > 1 else "") + ("_pp" if cfg["schedule"] == "pingpong" else "") + ("_sk" if cfg["stream_k"] else "") \
         + ("" if cfg["clamp_scales"] else "_checked") + (f"_wd{cfg['wide_stores']}" if cfg["wide_stores"] else "") \
         + ("_i32" if cfg["scale_index32"] else "") \
-        + (f"_st{cfg['sa_major']}{cfg['sb_major']}" if cfg["scales_tma"] else "")
+        + (f"_st{cfg['sa_major']}{cfg['sb_major']}" if cfg["scales_tma"] else "") \
+        + (f"_rg{cfg['sa_group']}{cfg['sb_group']}" if cfg["sa_group"] > 1 or cfg["sb_group"] > 1 else "")
     name = (name or "tiles_gemm_fp8_{ot}_{BM}x{BN}x{BK}".format(ot=ot, **cfg)) + suffix
     smem = _smem(cfg, BM, BN, BK)
     if smem > SMEM_LIMIT:
@@ -171,8 +182,8 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
 def _smem(cfg: dict, BM: int, BN: int, BK: int) -> int:
     smem = cfg["stages"] * (BM + BN) * BK + 1024 + 1024
     if cfg.get("scales_tma"):  # each stage's scale boxes (sv: 128-byte aligned)
-        sa_box, sb_box = _scale_boxes(cfg, BM, BN)
-        smem += cfg["stages"] * sum(-(-4 * box[0] * box[1] // 128) * 128 for box in (sa_box, sb_box))
+        boxes = zip(_scale_boxes(cfg, BM, BN), _scale_copies(cfg, BN))
+        smem += cfg["stages"] * sum(n * (-(-4 * box[0] * box[1] // 128) * 128) for box, n in boxes)
     if cfg.get("epilogue", DEFAULTS["epilogue"]) == "tma":
         smem += cfg["consumers"] * 2 * 64 * 128
     return smem
@@ -182,27 +193,48 @@ def _scale_boxes(cfg: dict, BM: int, BN: int):
     """The TMA boxes (innermost first, in floats) of one K block's A and B scales (option scales_tma):
     the template's sa_box and sb_box. A box starts 16-byte aligned along the contiguous axis (the H200
     refuses others, session 27, bench/stma_probe.py): along K it is the 4-block group of the stage's
-    block; along N, 8 blocks from the tile's first rounded down to 4."""
+    block; along N, 8 blocks from the tile's first rounded down to 4. With rows grouped (sa_group,
+    sb_group > 1: rows of the view that hold `group` scale rows each), a stage copies one box per row
+    phase of A (BM / group rows) and one per B block (_scale_copies)."""
     sb_blocks = 1 if BN == 128 else 2
-    sa_box = (4, BM) if cfg["sa_major"] == "k" else (BM, 1)
-    sb_box = (4, sb_blocks) if cfg["sb_major"] == "k" else (8, 1)
+    sa_box = (4, BM // cfg["sa_group"]) if cfg["sa_major"] == "k" else (BM, 1)
+    sb_box = ((4, 1) if cfg["sb_group"] > 1 else (4, sb_blocks)) if cfg["sb_major"] == "k" else (8, 1)
     return sa_box, sb_box
 
 
+def _scale_copies(cfg: dict, BN: int):
+    """How many of _scale_boxes' A and B boxes a stage copies."""
+    return cfg["sa_group"], (1 if BN == 128 else 2) if cfg["sb_group"] > 1 else 1
+
+
+def row_group(row_stride: int) -> int:
+    """Scale rows that one 16-byte aligned row of a view holds: a K-contiguous scale tensor whose rows
+    are `row_stride` floats apart (K/128 of them, not always a multiple of 4: 18 at K = 2304) is viewed as
+    rows of row_group(stride) of its rows, which TMA can describe (outer strides a multiple of 16 bytes)."""
+    return 4 // math.gcd(row_stride, 4)
+
+
 def scales_tma_form(SA, SB) -> Optional[dict]:
-    """The options that take these scales into the ring stages by TMA (scales_tma, sa_major, sb_major),
-    or None where a tensor map cannot describe them: TMA needs one contiguous axis, a 16-byte aligned
-    base and the other axis's stride a multiple of 16 bytes. SB is bind's 3-D per-column view."""
-    def major(strides, names):  # strides (other axis, K); names ("k", ...) for K-contiguous first
-        for axis, name in zip((1, 0), names):
-            if strides[axis] == 1 and (strides[1 - axis] * 4) % 16 == 0:
-                return name
+    """The options that take these scales into the ring stages by TMA (scales_tma, sa_major, sb_major,
+    sa_group, sb_group), or None where a tensor map cannot describe them: TMA needs one contiguous
+    axis, a 16-byte aligned base and the other axis's stride a multiple of 16 bytes. K-contiguous rows
+    that are not 16-byte aligned are taken `group` rows at a time (row_group), where the row count
+    divides by it (the view's last row would reach past the tensor otherwise). SB is bind's 3-D
+    per-column view."""
+    def major(strides, rows, names):  # strides (other axis, K); names ("k", ...) for K-contiguous first
+        if strides[1] == 1 and strides[0] >= 1:
+            group = row_group(strides[0])
+            return (names[0], group) if rows % group == 0 else None
+        if strides[0] == 1 and (strides[1] * 4) % 16 == 0:
+            return names[1], 1
         return None
     if SA.data_ptr() % 16 or SB.data_ptr() % 16 or SA.dtype != SB.dtype or SA.element_size() != 4:
         return None
-    sa = major(SA.stride(), ("k", "m"))
-    sb = major((SB.stride(0), SB.stride(2)), ("k", "n"))
-    return None if sa is None or sb is None else dict(scales_tma=True, sa_major=sa, sb_major=sb)
+    sa = major(SA.stride(), SA.shape[0], ("k", "m"))
+    sb = major((SB.stride(0), SB.stride(2)), SB.shape[0], ("k", "n"))
+    if sa is None or sb is None:
+        return None
+    return dict(scales_tma=True, sa_major=sa[0], sb_major=sb[0], sa_group=sa[1], sb_group=sb[1])
 
 
 class Fp8GemmLowering(Lowering):
@@ -262,7 +294,10 @@ class Fp8GemmLowering(Lowering):
         A, B, SA, SB, C = g["A"], g["B"], g["SA"], g["SB"], g["C"]
         args = [("tma", A), ("tma", B), ("tma_out", C)]
         if kern["cfg"]["scales_tma"]:
-            args += [("tma", SA), ("tma", SB), ("ptr", C)]
+            args += [("tma", SA), ("tma", SB)]
+            args += [("i32", f"{tensor}'s row stride (rows taken {kern['cfg'][f'{side}_group']} at a time)")
+                     for tensor, side in (("a_scale", "sa"), ("b_scale", "sb")) if kern["cfg"][f"{side}_group"] > 1]
+            args += [("ptr", C)]
         else:
             args += [("ptr", C), ("ptr", SA), ("stride64", SA.strides[0]), ("stride64", SA.strides[1]), ("ptr", SB),
                      ("stride64", SB.strides[0]), ("stride64", SB.strides[2])]
@@ -415,18 +450,26 @@ def bind(kern: dict, A, B, SA, SB, C, sms: Optional[int] = None):
     map_c = runtime.tensor_map_2d(C, 64, 128 // C.element_size()) if tma_out else runtime.null_map()
     if cfg["scales_tma"]:
         form = scales_tma_form(SA, SB)
-        if form is None or (form["sa_major"], form["sb_major"]) != (cfg["sa_major"], cfg["sb_major"]):
-            raise ValueError(f"scales_tma with sa_major={cfg['sa_major']!r}, sb_major={cfg['sb_major']!r}: the scales "
+        wants = ("sa_major", "sb_major", "sa_group", "sb_group")
+        if form is None or any(form[key] != cfg[key] for key in wants):
+            raise ValueError(f"scales_tma with {', '.join(f'{key}={cfg[key]!r}' for key in wants)}: the scales "
                              f"(a_scale strides {SA.stride()}, b_scale {(SB.stride(0), SB.stride(2))}) take "
                              f"{form or 'no tensor map (a contiguous axis, 16-byte aligned, other stride 16-byte multiple)'}")
         sa_box, sb_box = _scale_boxes(cfg, cfg["BM"], cfg["BN"])
-        sa_dims = (SA.shape[1], M) if cfg["sa_major"] == "k" else (M, SA.shape[1])
-        sa_strides = (1, SA.stride(0)) if cfg["sa_major"] == "k" else (1, SA.stride(1))
         nb, kb = SB.shape[0], SB.shape[2]
-        sb_dims = (kb, nb) if cfg["sb_major"] == "k" else (nb, kb)
-        sb_strides = (1, SB.stride(0)) if cfg["sb_major"] == "k" else (1, SB.stride(2))
+        # K-contiguous: a view whose rows hold `group` scale rows each, row r of a group at r x stride
+        # (group 1: the tensor itself); the last group's row ends at the tensor's last scale
+        sa_dims = ((form["sa_group"] - 1) * SA.stride(0) + SA.shape[1], M // form["sa_group"]) \
+            if cfg["sa_major"] == "k" else (M, SA.shape[1])
+        sa_strides = (1, form["sa_group"] * SA.stride(0)) if cfg["sa_major"] == "k" else (1, SA.stride(1))
+        sb_dims = ((form["sb_group"] - 1) * SB.stride(0) + kb, nb // form["sb_group"]) \
+            if cfg["sb_major"] == "k" else (nb, kb)
+        sb_strides = (1, form["sb_group"] * SB.stride(0)) if cfg["sb_major"] == "k" else (1, SB.stride(2))
         scale_maps = [runtime.tensor_map(SA, sa_box, 0, sa_dims, sa_strides),
                       runtime.tensor_map(SB, sb_box, 0, sb_dims, sb_strides)]
+        # grouped rows: the producer finds a row's box along the view's row from the scales' row stride
+        scale_maps += [runtime.arg_i32(s) for s, g in ((SA.stride(0), cfg["sa_group"]),
+                                                       (SB.stride(0), cfg["sb_group"])) if g > 1]
     ctiles = -(-M // (cfg["BM"] * cl)) * -(-N // cfg["BN"])
     slots = (sms or runtime.num_sms()) // cl
     if cl > 1:
