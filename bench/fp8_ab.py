@@ -139,8 +139,10 @@ def stma_variants(M, N, K, sms):
     tma = dict(glob, scale_index32=False, **form)
     if not cfg.get("scales_tma"):
         out["stma"] = tma
-    if cfg["BN"] == 256:  # session 28: stores from registers with the scales' boxes (one more ring stage)
-        out["stma_regs"] = dict(tma, epilogue="regs")
+    if cfg["BN"] == 256:  # session 28: 192 x 128 tiles split by stream-K, stores by TMA and from registers
+        bm192 = dict(BM=192, BN=128, stream_k=True, **form)
+        out["stma_bm192"] = bm192
+        out["stma_bm192_regs"] = dict(bm192, epilogue="regs", wide_stores=4)
     if cfg["BN"] == 128 and cfg["BM"] == 128:
         out["stma_s5"] = dict(tma, stages=5)
         out["stma_whole"] = dict(tma, stream_k=False)
