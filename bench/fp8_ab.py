@@ -20,7 +20,8 @@ single CTAs), group 16 and 4 in the grouped order, and (where the launcher split
 (option scales_tma; the consumers read them from shared memory) against loads from global memory
 (`global`); with 128 x 128 tiles also with 5 stages and without stream-K. Where K / 128 is not a multiple
 of 4 (rows not 16-byte aligned: 6144 x 7168 x 2304) the scale rows come two or four at a time (session 28,
-sa_group / sb_group).
+sa_group / sb_group). `stma_mn` and `global_mn` (session 28) read the scales stored transposed (M- and
+N-contiguous: the A boxes are 128 contiguous floats, not 128 rows of 16 bytes).
 `--suite` times as the standard suite does (hopper_gemm_tiles.suite_timed) instead of 20 launches back
 to back.
 
@@ -99,6 +100,9 @@ def launch_all(sets, vs):
                 out = torch.empty(x["a"].shape[0], x["b"].shape[0], dtype=torch.bfloat16, device="cuda")
                 sb = x["sb"].unsqueeze(1).expand(x["sb"].shape[0], 128, x["sb"].shape[1])
                 gos.append((lower_fp8.bind(cfg, x["a"], x["b"], x["sa"], sb, out), out))
+        elif cfg.get("layout") == "mn":  # the scales transposed in memory (M- and N-contiguous), as views
+            cfg = {k: v for k, v in cfg.items() if k != "layout"}
+            gos = [lower_fp8.launcher(x["a"], x["b"], x["sa_km"].t(), x["sb_kn"].t(), **cfg) for x in sets]
         else:
             gos = [lower_fp8.launcher(x["a"], x["b"], x["sa"], x["sb"], **cfg) for x in sets]
         gos[0][1].fill_(float("nan"))
@@ -133,6 +137,9 @@ def stma_variants(M, N, K, sms):
     glob = {k: v for k, v in cfg.items() if k not in ("scales_tma", "sa_major", "sb_major", "sa_group", "sb_group")}
     glob["scale_index32"] = True
     out = {"launched": cfg, "global": glob}
+    if M % 4 == 0 and (N // 128) % 4 == 0:  # session 28: the scales' boxes along M and N (contiguous rows)
+        out["stma_mn"] = dict(glob, scale_index32=False, scales_tma=True, sa_major="m", sb_major="n", layout="mn")
+        out["global_mn"] = dict(glob, scale_index32=False, layout="mn")
     form = standard_form(M, N, K)
     if form is None:
         return out
