@@ -61,7 +61,7 @@ def launched(M, N, K, sms):
     from global memory, their K offsets in 32 bits (they fit at every shape here)."""
     cfg = lower_fp8.launch_options(M, N, K, sms)
     form = standard_form(M, N, K)
-    if lower_fp8.stage_scales_pay(cfg) and form:
+    if form and lower_fp8.stage_scales_pay(cfg, form):
         return dict(cfg, **form)
     return dict(cfg, scale_index32=True)
 

@@ -52,6 +52,20 @@ def test_layouts_the_tensor_maps_take():
     assert lower_fp8.scales_tma_form(_meta((1024, 56), (112, 2)), sb(12, 56, (56, 1))) is None  # no contiguous axis
 
 
+def test_the_launcher_takes_the_scales_by_tma_where_they_pay():
+    """Every tile but 128 x 128 split by stream-K with K-contiguous scales, whose 128-row boxes of 16
+    bytes lost there (H200, sessions 27-28); with M-contiguous scales that tile takes them too."""
+    by_k = dict(scales_tma=True, sa_major="k", sb_major="k", sa_group=1, sb_group=1)
+    by_m = dict(by_k, sa_major="m", sb_major="n")
+    split = dict(BM=128, BN=128, stream_k=True)
+    assert not lower_fp8.stage_scales_pay(split, by_k)
+    assert lower_fp8.stage_scales_pay(split, by_m)
+    assert lower_fp8.stage_scales_pay(dict(split, stream_k=False), by_k)
+    for shape in ((1024, 1536, 7168), (6144, 7168, 2304), (6144, 1536, 7168), (8192, 8192, 8192)):
+        assert lower_fp8.stage_scales_pay(lower_fp8.launch_options(*shape, 132), by_k), shape
+    assert not lower_fp8.stage_scales_pay(lower_fp8.launch_options(1024, 4608, 7168, 132), by_k)
+
+
 def test_bad_options_are_named():
     with pytest.raises(TypeError, match="scales_tma must be True or False"):
         lower_fp8.fp8_source("bf16", scales_tma=1)

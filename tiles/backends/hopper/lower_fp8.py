@@ -324,7 +324,7 @@ class Fp8GemmLowering(Lowering):
         if kwargs.get("BN", 128) == 128 and kwargs.get("BM", 128) == 128:  # the CTA's tile, by the tile count
             options.update(launch_options(A.shape[0], B.shape[0], A.shape[1], runtime.num_sms()))
             form = scales_tma_form(SA, SB)
-            if form and stage_scales_pay(options):
+            if form and stage_scales_pay(options, form):
                 options.update(form)
         if not options.get("scales_tma") and scale_offsets_fit(A, SA, SB):
             options["scale_index32"] = True
@@ -356,14 +356,18 @@ def launch_options(M: int, N: int, K: int, sms: int) -> dict:
     return options
 
 
-def stage_scales_pay(options: dict) -> bool:
+def stage_scales_pay(options: dict, form: dict) -> bool:
     """Whether the launcher takes the scales into the ring stages by TMA (option scales_tma) with this
-    tile, where the scales' layout allows it. H200, session 27 (bench/fp8_ab.py stma, back to back /
-    suite timing, over the scale loads from global memory): 128 x 96 1.044 / 1.041 (1024 x 1536 x 7168),
-    192 x 128 1.023 / 1.042 (6144 x 1536 x 7168), 128 x 256 with turns and stream-K 1.036 / 1.046
-    (8192^3), 128 x 128 unsplit 1.013 / 1.037 (1024 x 4608 x 7168); but 128 x 128 with stream-K
-    0.933 / 0.936 there (stream-K then gains nothing over unsplit tiles), so not that one."""
-    return not (options.get("BN", 128) == 128 and options.get("BM", 128) == 128 and options.get("stream_k"))
+    tile and these scales (scales_tma_form's). H200, session 27 (bench/fp8_ab.py stma, back to back /
+    suite timing, over the scale loads from global memory, K-contiguous scales): 128 x 96 1.044 / 1.041
+    (1024 x 1536 x 7168), 192 x 128 1.023 / 1.042 (6144 x 1536 x 7168), 128 x 256 with turns and
+    stream-K 1.036 / 1.046 (8192^3), 128 x 128 unsplit 1.013 / 1.037 (1024 x 4608 x 7168); but 128 x 128
+    with stream-K 0.933 / 0.936 there, where the consumers wait on the stages' full barriers (ncu,
+    session 28): its A boxes are 128 rows of 16 bytes. With the a_scale stored M-contiguous the box is
+    128 contiguous floats, and that tile gains 1.096 over its loads (1083 against 988 TFLOP/s back to
+    back, session 28), so only K-contiguous scales keep the loads there."""
+    split_128 = options.get("BN", 128) == 128 and options.get("BM", 128) == 128 and options.get("stream_k")
+    return not (split_128 and form["sa_major"] == "k")
 
 
 def scale_offsets_fit(A, SA, SB) -> bool:
