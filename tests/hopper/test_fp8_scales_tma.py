@@ -126,6 +126,25 @@ def test_grouped_rows_render_and_compile(cfg, groups, tmp_path):
     assert (sass.count("UTMALDG") > plain_sass.count("UTMALDG")) == more_boxes
 
 
+def _same_bits_both_ways(x, sa, sb, cfg, form, grid):
+    """The kernel with the scales by TMA (form) stores what the global loads store, bit for bit (every
+    output poisoned first), and within the float64 bound."""
+    from tiles.bench import fp8
+
+    M, N = x["a"].shape[0], x["b"].shape[0]
+    outs = {}
+    for tma in (False, True):
+        out = torch.full((M, N), float("nan"), dtype=torch.bfloat16, device="cuda")
+        go, out = lower_fp8.launcher(x["a"], x["b"], sa, sb, out=out, sms=grid, **dict(cfg, **(form if tma else {})))
+        go()
+        outs[tma] = out
+    torch.cuda.synchronize()
+    assert not torch.isnan(outs[True]).any()
+    assert torch.equal(outs[True], outs[False])
+    err, bound = fp8.error_and_bound(outs[True], x)
+    assert err <= bound, (err, bound)
+
+
 def _layouts(x, transposed):
     if transposed:  # a_scale (K/128) x M and b_scale (K/128) x (N/128) in memory, passed as views
         return x["sa_km"].t(), x["sb_kn"].t()
@@ -146,18 +165,7 @@ def test_stage_scales_store_the_same_bits_on_the_gpu(cfg, mnk, grid, transposed)
     sa, sb = _layouts(x, transposed)
     form = lower_fp8.scales_tma_form(sa, sb.unsqueeze(1).expand(sb.shape[0], 128, sb.shape[1]))
     assert form is not None and form["sa_major"] == ("m" if transposed else "k")
-    outs = {}
-    for tma in (False, True):
-        out = torch.full((M, N), float("nan"), dtype=torch.bfloat16, device="cuda")
-        opts = dict(CONFIGS[cfg], **(form if tma else {}))
-        go, out = lower_fp8.launcher(x["a"], x["b"], sa, sb, out=out, sms=grid, **opts)
-        go()
-        outs[tma] = out
-    torch.cuda.synchronize()
-    assert not torch.isnan(outs[True]).any()
-    assert torch.equal(outs[True], outs[False])
-    err, bound = fp8.error_and_bound(outs[True], x)
-    assert err <= bound, (err, bound)
+    _same_bits_both_ways(x, sa, sb, CONFIGS[cfg], form, grid)
 
 
 def _padded(t, width):
@@ -182,17 +190,7 @@ def test_grouped_rows_store_the_same_bits_on_the_gpu(cfg, mnk, grid, stride):
     sa, sb = (x["sa"], x["sb"]) if stride is None else (_padded(x["sa"], stride), _padded(x["sb"], stride))
     form = lower_fp8.scales_tma_form(sa, sb.unsqueeze(1).expand(sb.shape[0], 128, sb.shape[1]))
     assert form is not None and (form["sa_group"], form["sb_group"]) != (1, 1), form
-    outs = {}
-    for tma in (False, True):
-        out = torch.full((M, N), float("nan"), dtype=torch.bfloat16, device="cuda")
-        go, out = lower_fp8.launcher(x["a"], x["b"], sa, sb, out=out, sms=grid, **dict(CONFIGS[cfg], **(form if tma else {})))
-        go()
-        outs[tma] = out
-    torch.cuda.synchronize()
-    assert not torch.isnan(outs[True]).any()
-    assert torch.equal(outs[True], outs[False])
-    err, bound = fp8.error_and_bound(outs[True], x)
-    assert err <= bound, (err, bound)
+    _same_bits_both_ways(x, sa, sb, CONFIGS[cfg], form, grid)
 
 
 def test_a_layout_the_kernel_was_not_rendered_for_is_refused():
