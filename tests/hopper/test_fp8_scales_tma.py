@@ -177,10 +177,12 @@ def _padded(t, width):
 
 # M, N, K with K/128 not a multiple of 4 (scale rows not 16-byte aligned), and the row stride they get
 # (None: packed; else padded to that many floats): 18 blocks two rows at a time, 17 and 5 four at a
-# time, 17 blocks in rows padded to 18 floats; M, N and K tails; grid caps split tiles into shares
+# time, 17 blocks in rows padded to 18 floats, and one block (K <= 128: rows one float apart, four at a
+# time); M, N and K tails; grid caps split tiles into shares
 @pytest.mark.parametrize("cfg", list(CONFIGS))
 @pytest.mark.parametrize("mnk,grid,stride", [((1000, 1024, 2304), None, None), ((1000, 1000, 2100), 7, None),
-                                             ((260, 1536, 600), 5, None), ((512, 768, 2176), None, 18)])
+                                             ((260, 1536, 600), 5, None), ((512, 768, 2176), None, 18),
+                                             ((256, 512, 100), None, None)])
 def test_grouped_rows_store_the_same_bits_on_the_gpu(cfg, mnk, grid, stride):
     needs.hopper_gpu()
     from tiles.bench import fp8

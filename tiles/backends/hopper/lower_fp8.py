@@ -22,10 +22,10 @@ launcher's choice with BN=256), stream_k=True splits the last waves' tiles along
 clamp_scales (on: rows past M and blocks past N read the last row's / block's scales, so every scale load
 is unconditional; +2 to +8 % on the H200, session 15), scales_tma (each K block's scales come into its
 ring stage by TMA beside the tiles and the consumers read them from shared memory; +1 to +10 % on the
-H200, session 27; the launcher's choice where the scales' layout allows, but with 128 x 128 tiles split
-by stream-K: stage_scales_pay, scales_tma_form; sa_group / sb_group take K-contiguous scale rows that
-are not 16-byte aligned, K/128 not a multiple of 4, 2 or 4 rows at a time: row_group), plus stages, group_m, overlap, epilogue and
-the register split.
+H200, session 27; the launcher's choice where the scales' layout allows, but not for K-contiguous
+scales on 128 x 128 tiles split by stream-K: stage_scales_pay, scales_tma_form; sa_group / sb_group take
+K-contiguous scale rows that are not 16-byte aligned, K/128 not a multiple of 4, 2 or 4 rows at a time:
+row_group), plus stages, group_m, overlap, epilogue and the register split.
 
 The four ops after the mma become one fused promotion (acc += part * (sa[row] * sb)) per thread.
 The grid becomes persistent CTAs visiting the same tiles in grouped order. Hopper's fp8 wgmma reads
