@@ -146,6 +146,8 @@ def stma_variants(M, N, K, sms):
     tma = dict(glob, scale_index32=False, **form)
     if not cfg.get("scales_tma"):
         out["stma"] = tma
+    if form["sa_group"] == 1:  # session 28: one A-scale box per 4-block group
+        out["stma_pg"] = dict(tma, sa_per_group=True)
     if cfg["BN"] == 256:  # session 28: 192 x 128 tiles split by stream-K, stores by TMA and from registers
         bm192 = dict(BM=192, BN=128, stream_k=True, **form)
         out["stma_bm192"] = bm192

@@ -48,7 +48,8 @@ from . import gemm_probe, runtime, transpose
 ARCH = runtime.ARCH
 DEFAULTS = dict(stages=6, group_m=8, producer_regs=None, consumer_regs=None, epilogue="tma", overlap=True, cluster=1,
                 schedule="cooperative", stream_k=False, clamp_scales=True, wide_stores=0, scale_index32=False,
-                scales_tma=False, sa_major="k", sb_major="k", sa_group=1, sb_group=1)
+                scales_tma=False, sa_major="k", sb_major="k", sa_group=1, sb_group=1,
+                sa_per_group=False)
 # setmaxnreg budgets (producer, consumer) by consumer warpgroups, where the options leave them open: the
 # register file is 64K a SM. Three consumers get 160 each: acc (64) + part (64) fit, a second scratch does not.
 REGS = {1: (40, 232), 2: (40, 232), 3: (24, 160)}
@@ -160,6 +161,12 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
         if group > 1 and not (cfg["scales_tma"] and cfg[major] == "k"):
             raise ValueError(f"{side}_group={group} takes K-contiguous scales by TMA (scales_tma=True, {major}='k'), "
                              f"got scales_tma={cfg['scales_tma']!r}, {major}={cfg[major]!r}")
+    if not isinstance(cfg["sa_per_group"], bool):
+        raise TypeError(f"sa_per_group must be True or False, got {cfg['sa_per_group']!r}")
+    if cfg["sa_per_group"] and not (cfg["scales_tma"] and cfg["sa_major"] == "k" and cfg["sa_group"] == 1):
+        raise ValueError("sa_per_group copies one A-scale box of four K blocks per group: it takes scales_tma=True, "
+                         f"sa_major='k' and sa_group=1, got scales_tma={cfg['scales_tma']!r}, "
+                         f"sa_major={cfg['sa_major']!r}, sa_group={cfg['sa_group']!r}")
     if "stages" not in over:  # the default ring, as deep as shared memory allows
         while cfg["stages"] > 2 and _smem(cfg, BM, BN, BK) > SMEM_LIMIT:
             cfg["stages"] -= 1
@@ -168,7 +175,8 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
         + ("" if cfg["clamp_scales"] else "_checked") + (f"_wd{cfg['wide_stores']}" if cfg["wide_stores"] else "") \
         + ("_i32" if cfg["scale_index32"] else "") \
         + (f"_st{cfg['sa_major']}{cfg['sb_major']}" if cfg["scales_tma"] else "") \
-        + (f"_rg{cfg['sa_group']}{cfg['sb_group']}" if cfg["sa_group"] > 1 or cfg["sb_group"] > 1 else "")
+        + (f"_rg{cfg['sa_group']}{cfg['sb_group']}" if cfg["sa_group"] > 1 or cfg["sb_group"] > 1 else "") \
+        + ("_pg" if cfg["sa_per_group"] else "")
     name = (name or "tiles_gemm_fp8_{ot}_{BM}x{BN}x{BK}".format(ot=ot, **cfg)) + suffix
     smem = _smem(cfg, BM, BN, BK)
     if smem > SMEM_LIMIT:
