@@ -25,7 +25,10 @@ ring stage by TMA beside the tiles and the consumers read them from shared memor
 H200, session 27; the launcher's choice where the scales' layout allows, but not for K-contiguous
 scales on 128 x 128 tiles split by stream-K: stage_scales_pay, scales_tma_form; sa_group / sb_group take
 K-contiguous scale rows that are not 16-byte aligned, K/128 not a multiple of 4, 2 or 4 rows at a time:
-row_group), plus stages, group_m, overlap, epilogue and the register split.
+row_group; sa_per_group copies a K-contiguous A-scale box, which holds four K blocks, once per 4-block
+group instead of once a stage: 1.016-1.017x with 128 x 128 stream-K and 192 x 128 tiles in one H200
+run, session 28, not yet the launcher's), plus stages, group_m, overlap, epilogue and the register
+split.
 
 The four ops after the mma become one fused promotion (acc += part * (sa[row] * sb)) per thread.
 The grid becomes persistent CTAs visiting the same tiles in grouped order. Hopper's fp8 wgmma reads
