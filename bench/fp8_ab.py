@@ -21,7 +21,9 @@ single CTAs), group 16 and 4 in the grouped order, and (where the launcher split
 (`global`); with 128 x 128 tiles also with 5 stages and without stream-K. Where K / 128 is not a multiple
 of 4 (rows not 16-byte aligned: 6144 x 7168 x 2304) the scale rows come two or four at a time (session 28,
 sa_group / sb_group). `stma_mn` and `global_mn` (session 28) read the scales stored transposed (M- and
-N-contiguous: the A boxes are 128 contiguous floats, not 128 rows of 16 bytes).
+N-contiguous: the A boxes are 128 contiguous floats, not 128 rows of 16 bytes), `stma_pg` copies each
+K-contiguous A-scale box once per 4-block group (option sa_per_group), and with the 128 x 256 tiles
+`stma_bm192` / `stma_bm192_regs` try 192 x 128 tiles split by stream-K.
 `--suite` times as the standard suite does (hopper_gemm_tiles.suite_timed) instead of 20 launches back
 to back.
 
