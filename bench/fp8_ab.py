@@ -63,9 +63,8 @@ def launched(M, N, K, sms):
     from global memory, their K offsets in 32 bits (they fit at every shape here)."""
     cfg = lower_fp8.launch_options(M, N, K, sms)
     form = standard_form(M, N, K)
-    if form and lower_fp8.stage_scales_pay(cfg, form):
-        return dict(cfg, **form)
-    return dict(cfg, scale_index32=True)
+    extra = lower_fp8.tma_scale_options(cfg, form) if form else {}
+    return dict(cfg, **extra) if extra else dict(cfg, scale_index32=True)
 
 
 def global_loads(M, N, K, sms):
@@ -136,7 +135,8 @@ def stma_variants(M, N, K, sms):
     """Session 27: the scales by TMA into the ring stages (the standard layouts: K-contiguous) against
     loads from global memory (`global`), on the launched tile."""
     cfg = launched(M, N, K, sms)
-    glob = {k: v for k, v in cfg.items() if k not in ("scales_tma", "sa_major", "sb_major", "sa_group", "sb_group")}
+    glob = {k: v for k, v in cfg.items()
+            if k not in ("scales_tma", "sa_major", "sb_major", "sa_group", "sb_group", "sa_per_group")}
     glob["scale_index32"] = True
     out = {"launched": cfg, "global": glob}
     if M % 4 == 0 and (N // 128) % 4 == 0:  # session 28: the scales' boxes along M and N (contiguous rows)
@@ -148,8 +148,9 @@ def stma_variants(M, N, K, sms):
     tma = dict(glob, scale_index32=False, **form)
     if not cfg.get("scales_tma"):
         out["stma"] = tma
-    if form["sa_group"] == 1:  # session 28: one A-scale box per 4-block group
+    if form["sa_group"] == 1:  # session 28: one A-scale box per 4-block group, or per stage
         out["stma_pg"] = dict(tma, sa_per_group=True)
+        out["stma_stage"] = tma
     if cfg["BN"] == 256:  # session 28: 192 x 128 tiles split by stream-K, stores by TMA and from registers
         bm192 = dict(BM=192, BN=128, stream_k=True, **form)
         out["stma_bm192"] = bm192

@@ -64,6 +64,13 @@ def test_the_launcher_takes_the_scales_by_tma_where_they_pay():
     for shape in ((1024, 1536, 7168), (6144, 7168, 2304), (6144, 1536, 7168), (8192, 8192, 8192)):
         assert lower_fp8.stage_scales_pay(lower_fp8.launch_options(*shape, 132), by_k), shape
     assert not lower_fp8.stage_scales_pay(lower_fp8.launch_options(1024, 4608, 7168, 132), by_k)
+    # what the launcher adds: one A-scale box per 4-block group with 128 x 128 stream-K and 192-row tiles
+    pick = {shape: lower_fp8.tma_scale_options(lower_fp8.launch_options(*shape, 132), by_k)
+            for shape in ((1024, 1536, 7168), (1024, 4608, 7168), (6144, 1536, 7168), (8192, 8192, 8192))}
+    assert [p.get("sa_per_group", False) for p in pick.values()] == [False, True, True, False]
+    assert all(p["scales_tma"] for p in pick.values())
+    assert lower_fp8.tma_scale_options(split, dict(by_k, sa_group=2)) == {}  # rows two at a time: the loads
+    assert lower_fp8.tma_scale_options(split, by_m) == by_m
 
 
 def test_bad_options_are_named():

@@ -335,8 +335,8 @@ class Fp8GemmLowering(Lowering):
         if kwargs.get("BN", 128) == 128 and kwargs.get("BM", 128) == 128:  # the CTA's tile, by the tile count
             options.update(launch_options(A.shape[0], B.shape[0], A.shape[1], runtime.num_sms()))
             form = scales_tma_form(SA, SB)
-            if form and stage_scales_pay(options, form):
-                options.update(form)
+            if form:
+                options.update(tma_scale_options(options, form))
         if not options.get("scales_tma") and scale_offsets_fit(A, SA, SB):
             options["scale_index32"] = True
         key = (id(kfn.trace(A, B, SA, SB, C, **kwargs)), tuple(sorted(options.items())))
@@ -379,6 +379,19 @@ def stage_scales_pay(options: dict, form: dict) -> bool:
     back, session 28), so only K-contiguous scales keep the loads there."""
     split_128 = options.get("BN", 128) == 128 and options.get("BM", 128) == 128 and options.get("stream_k")
     return not (split_128 and form["sa_major"] == "k")
+
+
+def tma_scale_options(options: dict, form: dict) -> dict:
+    """The options the launcher adds for these scales (scales_tma_form's) on this tile: the form, with
+    one A-scale box per 4-block group (sa_per_group) where that paid, else nothing (the loads). H200,
+    session 28 (bench/fp8_ab.py stma, back to back, one run; over the kernel launched before): 128 x 128
+    split by stream-K 1.016 (1057 against 1041 TFLOP/s; per stage it ran 0.935) and 192 x 128 1.017
+    (1302 against 1280); per group lost at 128 x 96 (0.955) and at 8192^3's 128 x 256 (0.985)."""
+    per_group = form["sa_major"] == "k" and form["sa_group"] == 1 and (
+        options.get("BM", 128) == 192 or (options.get("BN", 128) == 128 and options.get("stream_k")))
+    if per_group:
+        return dict(form, sa_per_group=True)
+    return dict(form) if stage_scales_pay(options, form) else {}
 
 
 def scale_offsets_fit(A, SA, SB) -> bool:
