@@ -1,14 +1,16 @@
 """Session 29: the D = 128 forward's row sum taken out of the softmax, as edits of the launched
 non-causal source (timed by bench/attention_split.py's harness, beside the launched kernel and cuDNN):
 
-    PYTHONPATH=.:bench:tests/hopper python3 bench/attention_rowsum_edits.py [check]
+    PYTHONPATH=.:bench:tests/hopper python3 bench/attention_rowsum_edits.py [all] [check]
 
 Session 25 found that every reshaping of the softmax that adds instructions loses, and that the
 launched one issues the fewest. These edits take instructions out instead:
 
-* `quad_end`: each thread keeps its own part of a row's sum (its 32 columns of the row), rescaled by
-  alpha like the whole sum, and the quad's two shuffles run once a program instead of once a block.
-  The same sum in another order: the output changes in its rounding.
+* `quad_end` (first call, edited from the source launched then): each thread keeps its own part of a
+  row's sum (its 32 columns of the row), rescaled by alpha like the whole sum, and the quad's two
+  shuffles run once a program instead of once a block. The same sum in another order: the output
+  changes in its rounding. Launched since (option quad_sums); `per_block` now edits it back, and
+  `tree` adds a lane's values of a row pairwise (a tree) instead of as a chain.
 * `mma8`: the row sum on the tensor cores. P times a 128 x 8 tile of ones (one m64n8k16 wgmma a k-step,
   eight a block, in the same burst as P V) puts every row's sum of the bf16 P in each of 8 accumulator
   columns; those are rescaled with O and read out at the end. The 64 FADDs and 4 shuffles a block
@@ -21,27 +23,24 @@ import sys
 
 import attention_split as split
 
-PARTIAL = r"""
-// ---- session 29 experiment (bench/attention_rowsum_edits.py): the row sum's quad reduce at the end
+TREE = r"""
+// ---- session 29 experiment (bench/attention_rowsum_edits.py): a lane's part of the row sum as a tree
 template <int R, int C>
-__device__ __forceinline__ void row_sum_own(rv<R>& v, const rt<float, R, C>& t, const rv<R>& init) {
+__device__ __forceinline__ void row_sum_partial_tree(rv<R>& v, const rt<float, R, C>& t, const rv<R>& init) {
+  constexpr int N = rt<float, R, C>::pairs / 2;  // pairs of one row in a slice
 #pragma unroll
   for (int s = 0; s < t.slices; ++s)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      float acc = t.v[s][h].x + t.v[s][h].y;
+      float a[N];
 #pragma unroll
-      for (int p = h + 2; p < t.pairs; p += 2) acc = acc + t.v[s][p].x + t.v[s][p].y;
-      v.v[s][h] = acc + init.v[s][h];
-    }
-}
-template <int R> __device__ __forceinline__ void row_sum_quad(rv<R>& v) {
+      for (int i = 0; i < N; ++i) a[i] = t.v[s][h + 2 * i].x + t.v[s][h + 2 * i].y;
 #pragma unroll
-  for (int s = 0; s < v.slices; ++s)
+      for (int n = N; n > 1; n = (n + 1) / 2)
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      v.v[s][h] += arch::shfl_xor(v.v[s][h], 1);
-      v.v[s][h] += arch::shfl_xor(v.v[s][h], 2);
+        for (int i = 0; i < N / 2; ++i)
+          if (i < n / 2) a[i] += a[i + (n + 1) / 2];
+      v.v[s][h] = a[0] + init.v[s][h];
     }
 }
 """
@@ -80,10 +79,18 @@ def _helpers(src, text):
     return _once(src, "using namespace tiles;\n", "using namespace tiles;\n" + text, 1)
 
 
-def quad_end(src):
-    src = _once(src, "        row_sum(l, s, l);\n", "        row_sum_own(l, s, l);  // the quad's shuffles at the end\n", 2)
-    src = _once(src, "      div_row(o, o, l);\n", "      row_sum_quad(l);\n      div_row(o, o, l);\n", 1)
-    return _helpers(src, PARTIAL)
+PARTIAL_LINE = "        row_sum_partial(l, s, l);  // this lane's columns: the quad's lanes are added after the loop\n"
+FINISH_LINE = "      row_sum_finish(l);  // the quad's four lanes' parts of each row's sum\n"
+
+
+def per_block(src):
+    """The form launched before session 29 (quad_sums off): the quad's shuffles in every block."""
+    src = _once(src, PARTIAL_LINE, "        row_sum(l, s, l);\n", 2)
+    return _once(src, FINISH_LINE, "", 1)
+
+
+def tree(src):
+    return _helpers(_once(src, "row_sum_partial(l, s, l);", "row_sum_partial_tree(l, s, l);", 2), TREE)
 
 
 def mma8(src):
@@ -96,7 +103,8 @@ def mma8(src):
                 "    rt<float, WG_ROWS, 128> o;", 1)
     src = _once(src, "      fill(l, 0.0f);\n", "      fill(l, 0.0f);\n      fill(lacc, 0.0f);\n", 1)
     src = _once(src, "        mul(l, l, alpha);\n", "", 2)
-    src = _once(src, "        row_sum(l, s, l);\n", "", 2)
+    src = _once(src, PARTIAL_LINE, "", 2)
+    src = _once(src, FINISH_LINE, "", 1)
     src = _once(src, "        mul_row(o, o, alpha);\n", "        mul_row(o, o, alpha);\n        mul_row(lacc, lacc, alpha);\n", 2)
     src = _once(src, "mma_AB(o, p, S.vt[held], true);\n", "mma_AB(o, p, S.vt[held], true), mma_row_sum(lacc, p, S.ones);\n", 2)
     src = _once(src, "mma_wait<0>(o);\n", "mma_wait<0>(o, lacc);\n", 2)
@@ -104,7 +112,11 @@ def mma8(src):
     return _helpers(src, ONES)
 
 
-VARIANTS = {"quad_end": quad_end, "mma8": mma8}
+# mma8 ran in the first call only (0.92-0.96x); `all` times it again
+VARIANTS = {"per_block": per_block, "tree": tree}
+if sys.argv[1:2] == ["all"]:
+    VARIANTS["mma8"] = mma8
+    sys.argv.pop(1)
 
 if __name__ == "__main__":
     split.check(VARIANTS) if sys.argv[1:] == ["check"] else split.main(VARIANTS, exact=False)

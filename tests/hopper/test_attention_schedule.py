@@ -12,6 +12,10 @@ import pytest
 import torch
 
 from tiles.backends.hopper.lower_attention import WarpSpecializedLowering
+from tiles.core.dtypes import f32
+from tiles.core.lang import add, cast, fill, load_async, mma, mul, row_sum, store, wait, zero
+from tiles.core.patterns import PingPong
+from tiles.core.trace import kernel
 from tiles.kernels import attention_fwd
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
@@ -819,3 +823,88 @@ def test_vectors_by_tma_where_measured_faster():
             assert on("attention_bwd_dkdv", D, causal)
             assert on("attention_bwd_fused", D, causal) == (D == 128 or not causal)
             assert not on("attention_bwd_dq", D, causal) and not on("attention_fwd", D, causal)
+
+
+@kernel(overlap=PingPong(stages=2))
+def _running_sum(k, Q, K, O, L, *, D, how, BM=128, BN=128):
+    """A loop's running row sum in the forms plan_quad_sums must leave alone: read inside the loop
+    (`read`), started at 1 (`one`), scaled by itself (`self`); `plain` is the form it takes."""
+    k.grid(k.cdiv(Q.shape[1], BM), Q.shape[2], Q.shape[0])
+    qb, h, b = k.program_id(0), k.program_id(1), k.program_id(2)
+    q, kt, vt = k.shared(BM, D, Q.dtype), k.shared(BN, D, K.dtype), k.shared(BN, D, K.dtype)
+    s, p, o = k.reg(BM, BN, f32), k.reg(BM, BN, Q.dtype), k.reg(BM, D, f32)
+    l, x = k.vec(BM, f32), k.vec(BM, f32)
+    wait(load_async(q, Q[b, :, h, :], row=qb * BM, col=0))
+    fill(l, 1.0 if how == "one" else 0.0)
+    fill(x, 0.5)
+    zero(o)
+    for j in k.pipeline(k.cdiv(K.shape[1], BN)):
+        wait(load_async(kt, K[b, :, h, :], row=j * BN, col=0), load_async(vt, K[b, :, h, :], row=j * BN, col=0))
+        mma(s, q, kt, tb=True, accumulate=False)
+        mul(l, l, l if how == "self" else x)
+        row_sum(l, s, l)
+        if how == "read":
+            add(x, x, l)
+        cast(p, s)
+        mma(o, p, vt)
+    store(O[b, :, h, :], o, row=qb * BM, col=0)
+    store(L[b, h, :], l, row=qb * BM)
+
+
+def test_running_row_sum_adds_its_quad_once(tmp_path):
+    """quad_sums (on): the forward's denominator is each lane's part of its row in the loop (no shuffle
+    there) and the quad's four parts are added once, after the loop; the main loop's SASS loses the
+    four SHFLs a block of the row sum (two rows, two each) and keeps the maximum's. A sum the loop reads,
+    one that starts at 1 or one scaled by itself keeps the per-block form."""
+    from sass import disassemble, mainloops
+    runtime = needs.nvrtc()
+    for D in (64, 128):
+        shfl = {}
+        for on in (True, False):
+            launched = WarpSpecializedLowering.SCHEDULES.get(("attention_fwd", D)) or {}
+            low = _lower(D=D, causal=False, launched=True, options={**launched, "quad_sums": on})
+            body = low.source.split("consumers: everything else")[1]
+            assert (body.count("row_sum_partial(l, s, l);") == (2 if launched.get("peel") else 1)) == on
+            assert body.count("row_sum_finish(l);") == int(on) and ("row_sum(l, s, l);" in body) != on
+            assert body.index("row_sum_finish(l);" if on else "row_sum(l, s, l)") < body.index("div_row(o, o, l);")
+            assert ("qs" in low.entry) == on
+            c = runtime.compile_cuda(low.source, name=low.entry + ".cu", cache=False)
+            loop = min(mainloops(disassemble(c.cubin, tmp_path), "HGMMA"), key=len)
+            shfl[on] = sum("SHFL" in i for i in loop)
+        assert shfl[False] - shfl[True] == 4 and shfl[True] == 4, (D, shfl)
+    assert "row_sum_partial" in _lower(D=128, causal=True).source  # the causal forward too
+    q, kv, lse = _meta(2, 300, 4, 64), _meta(2, 300, 4, 64), _meta(2, 4, 300, dtype=torch.float32)
+    for how in ("plain", "read", "one", "self"):
+        low = WarpSpecializedLowering(_running_sum.trace(q, kv, q, lse, D=64, how=how)).lower()
+        assert ("row_sum_partial(" in low.source) == (how == "plain"), how
+        assert (low.source.count("row_sum_finish(") == 1) == (how == "plain"), how
+
+
+@pytest.mark.parametrize("D", [64, 128])
+def test_running_row_sum_by_parts_on_the_gpu(D):
+    """With and without quad_sums the forward meets the float64 rule (causal and not, GQA, tails); the
+    sum's order differs, so O and the LSE agree to their rounding, not to the bit."""
+    needs.hopper_gpu()
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "portability"))
+    from reference import check_attention_fwd
+
+    g = torch.Generator().manual_seed(D + 1)
+    B, Sq, Sk, H, Hkv = 2, 700, 1100, 8, 2
+    q = torch.randn(B, Sq, H, D, generator=g).bfloat16().cuda()
+    k, v = (torch.randn(B, Sk, Hkv, D, generator=g).bfloat16().cuda() for _ in range(2))
+    cfg = WarpSpecializedLowering.config("attention_fwd", D=D)
+    launched = WarpSpecializedLowering.SCHEDULES.get(("attention_fwd", D)) or {}
+    for causal in (False, True):
+        outs = {}
+        for on in (True, False):
+            out, lse = torch.full_like(q, math.nan), torch.full((B, H, Sq), math.nan, device="cuda")
+            go = WarpSpecializedLowering.prepare(attention_fwd, q, k, v, out, lse, D ** -0.5, causal=causal, D=D,
+                                                 options={**launched, "quad_sums": on}, **cfg)
+            assert ("row_sum_finish(l);" in go.lowered.source) == on
+            go()
+            outs[on] = (out, lse)
+        torch.cuda.synchronize()
+        for on in (True, False):
+            check_attention_fwd(outs[on][0], outs[on][1], q, k, v, causal, D ** -0.5)
+        assert (outs[True][0].float() - outs[False][0].float()).abs().max().item() < 2e-2
+        assert (outs[True][1] - outs[False][1]).abs().max().item() < 1e-4

@@ -61,7 +61,9 @@ The schedule (templates/attention.cu.j2) comes from the kernel's overlap pattern
   column vectors (LSE, Delta) into each ring stage by the producer thread's TMA instead of every
   consumer thread's global loads (plan_vec_tma); `resident` (on for dK/dV and fused at D = 64, dQ
   at D = 128) holds a one-shot A operand (K, V; Q, dO) in registers, loaded once a program, so its
-  wgmmas read only B from shared memory (plan_resident).
+  wgmmas read only B from shared memory (plan_resident); `quad_sums` (on) keeps the loop's running
+  row sum (the softmax's denominator) as each lane's part and adds a quad's parts once, after the
+  loop (plan_quad_sums).
   bench/hopper_notes.md has the measurements behind each default.
 
 Scalars (program ids, sizes, strides, loop bounds, mask offsets) are the IR's own expressions rendered
@@ -206,7 +208,7 @@ class WarpSpecializedLowering(Lowering):
         known = {"stages", "consumers", "pingpong", "rotate", "hoist", "persistent", "order", "fold", "early_release",
                  "window", "continuous_turns", "uniform_warpgroup", "tree_max", "prefetch", "ds_stages",
                  "reducer", "whole_tile_stores", "peel", "wide_stores", "tma_store",
-                 "stmatrix", "vec_tma", "resident"}
+                 "stmatrix", "vec_tma", "resident", "quad_sums"}
         unknown = set(self.options) - known
         if unknown:
             self._fail(f"unknown options {sorted(unknown)} (known: {sorted(known)})")
@@ -572,6 +574,9 @@ class WarpSpecializedLowering(Lowering):
             return f"{name}({', '.join(v(x) for x in n.outs + n.ins)});"
         if name == "row_max" and len(n.ins) == 2 and self.tree_max:
             return f"row_max<true>({', '.join(v(x) for x in n.outs + n.ins)});  // the maximum as a tree"
+        if name == "row_sum" and n.outs[0] in self.quad_sums:
+            return (f"row_sum_partial({', '.join(v(x) for x in n.outs + n.ins)});  "
+                    "// this lane's columns: the quad's lanes are added after the loop")
         if name in ("row_max", "row_sum"):
             return f"{name}({', '.join(v(x) for x in n.outs + n.ins)});"
         # masks on a transposed tile swap the axes: logical columns are the rows the warpgroups split
@@ -1055,6 +1060,8 @@ class WarpSpecializedLowering(Lowering):
         elif main and self.pingpong:
             lines.append(f"{pad}if (cw == 0) arch::bar_arrive(2, 256);  // warpgroup 1's last turn")
         if main:
+            for t in self.quad_sums:
+                lines.append(f"{pad}row_sum_finish({self.var(t)});  // the quad's four lanes' parts of each row's sum")
             self.wait_for([g.acc for g in pending], pending, lines, pad)
         if depth == 0 and self.persistent and any(x is self.loop for x in self.k.walk([n])):
             # the top-level statement that holds the pipelined loop: the one-shot tiles are read no more
@@ -1178,6 +1185,40 @@ class WarpSpecializedLowering(Lowering):
                     break
                 if s in _tiles_of(x):
                     break
+
+    def plan_quad_sums(self) -> None:
+        """Option quad_sums (on): a running row sum of the main loop, `row_sum(l, s, l)`, is kept in each
+        lane as the sum of the lane's own columns (ops.h row_sum_partial), and the four lanes of a quad
+        that hold a row are added once, after the loop (row_sum_finish): the two shuffles and two adds a
+        row leave every block. It holds where l starts at 0 (a `fill` before the loop) and the loop
+        touches l only with that row_sum and with `mul(l, l, x)`, x a row vector or a constant, which
+        scales every lane's part alike. Another order of the same sum: the result changes in its
+        rounding. H200, session 29 (bench/attention_rowsum_edits.py `quad_end`, D = 128, non-causal,
+        the kernel alone): 0.999 / 1.009 / 1.007x the launched forward at S = 1k / 4k / 16k."""
+        self.quad_sums: List[ir.Tile] = []
+        if not self.options.get("quad_sums", True):
+            return
+        ops = [x for x in self.k.walk() if isinstance(x, ir.Op)]
+        inside = {id(x) for x in self.k.walk([self.loop]) if isinstance(x, ir.Op)}
+        first = next((i for i, x in enumerate(ops) if id(x) in inside), len(ops))
+
+        def allowed(x: ir.Op, v: ir.Tile, i: int) -> bool:
+            if id(x) in inside:
+                return (x.name == "mul" and x.outs[0] is v and x.ins[0] is v
+                        and (not isinstance(x.ins[1], ir.Tile) or (x.ins[1].kind == "vec" and x.ins[1] is not v)))
+            if i > first:
+                return True  # after the loop: the quad's sum is finished by then
+            val = x.attrs.get("value") if x.name == "fill" else None
+            return val is not None and float(val.value if isinstance(val, ir.Const) else val) == 0.0
+
+        for n in ops:
+            if not (id(n) in inside and n.name == "row_sum" and len(n.ins) == 2 and n.ins[1] is n.outs[0]):
+                continue
+            v = n.outs[0]
+            if v.kind != "vec" or v in self.flipped or v in self.quad_sums:
+                continue
+            if all(allowed(x, v, i) for i, x in enumerate(ops) if x is not n and v in _tiles_of(x)):
+                self.quad_sums.append(v)
 
     def plan_vec_tma(self) -> None:
         """Option vec_tma: the pipelined loop's column vectors (the backward's LSE and Delta of the
@@ -1327,6 +1368,7 @@ class WarpSpecializedLowering(Lowering):
         self.peel = bool(self.options.get("peel", False)) and self.deferred is not None
         self.peeling = False
         self.plan_fold()
+        self.plan_quad_sums()
         self.plan_prefetch()
         self.plan_early_release()
         for tid in self.resident_only:  # released once in registers, before the loop
@@ -1421,7 +1463,7 @@ class WarpSpecializedLowering(Lowering):
         BM = self.BM
         tags = [(f"wd{self.wide_stores}", self.wide_stores), ("ra", bool(self.resident)), ("pp", self.pingpong),
                 ("rot", self.deferred is not None), ("h", self.hoisted), ("np", not self.persistent), ("f", self.fold),
-                ("w", self.window_bytes),
+                ("qs", bool(self.quad_sums)), ("w", self.window_bytes),
                 ("t", self.tree_max), ("pf", bool(self.prefetch)), ("d2", self.ds_stages == 2), ("r", self.reducer),
                 ("ws", self.options.get("whole_tile_stores", False)), ("pl", self.peel), ("ts", bool(self.tma_stores)),
                 ("nsm", not self.options.get("stmatrix", True)), ("vt", bool(self.vec_tma))]

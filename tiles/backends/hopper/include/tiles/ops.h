@@ -173,6 +173,31 @@ template <int R, int C> __device__ __forceinline__ void row_sum(rv<R>& v, const 
   for (int s = 0; s < v.slices; ++s) v.v[s][0] = r.v[s][0] + init.v[s][0], v.v[s][1] = r.v[s][1] + init.v[s][1];
 }
 
+// A running row sum kept as each lane's part (the attention loop's denominator): v = init + the sum of
+// the row's columns this lane holds, no shuffle. row_sum_finish adds the four lanes of each quad (the
+// row's 4 column pairs of every 8-column group) once, after the loop; scaling v by a row vector in
+// between scales every part alike.
+template <int R, int C> __device__ __forceinline__ void row_sum_partial(rv<R>& v, const rt<float, R, C>& t, const rv<R>& init) {
+#pragma unroll
+  for (int s = 0; s < t.slices; ++s)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float acc = t.v[s][h].x + t.v[s][h].y;
+#pragma unroll
+      for (int p = h + 2; p < t.pairs; p += 2) acc = acc + t.v[s][p].x + t.v[s][p].y;
+      v.v[s][h] = acc + init.v[s][h];
+    }
+}
+template <int R> __device__ __forceinline__ void row_sum_finish(rv<R>& v) {
+#pragma unroll
+  for (int s = 0; s < v.slices; ++s)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      v.v[s][h] += arch::shfl_xor(v.v[s][h], 1);
+      v.v[s][h] += arch::shfl_xor(v.v[s][h], 2);
+    }
+}
+
 template <int R, int C, typename F>
 __device__ __forceinline__ void map_row(rt<float, R, C>& d, const rt<float, R, C>& t, const rv<R>& v, F f) {
 #pragma unroll
