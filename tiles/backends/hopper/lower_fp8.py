@@ -27,7 +27,7 @@ scales on 128 x 128 tiles split by stream-K: stage_scales_pay, scales_tma_form; 
 K-contiguous scale rows that are not 16-byte aligned, K/128 not a multiple of 4, 2 or 4 rows at a time:
 row_group; sa_per_group copies a K-contiguous A-scale box, which holds four K blocks, once per 4-block
 group instead of once a stage: 1.016-1.017x with 128 x 128 stream-K and 192 x 128 tiles in one H200
-run, session 28, not yet the launcher's), plus stages, group_m, overlap, epilogue and the register
+run, session 28, the launcher's choice on those tiles since session 29: tma_scale_options), plus stages, group_m, overlap, epilogue and the register
 split.
 
 The four ops after the mma become one fused promotion (acc += part * (sa[row] * sb)) per thread.
