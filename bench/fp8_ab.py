@@ -22,8 +22,11 @@ single CTAs), group 16 and 4 in the grouped order, and (where the launcher split
 of 4 (rows not 16-byte aligned: 6144 x 7168 x 2304) the scale rows come two or four at a time (session 28,
 sa_group / sb_group). `stma_mn` and `global_mn` (session 28) read the scales stored transposed (M- and
 N-contiguous: the A boxes are 128 contiguous floats, not 128 rows of 16 bytes), `stma_pg` copies each
-K-contiguous A-scale box once per 4-block group (option sa_per_group), and with the 128 x 256 tiles
+K-contiguous A-scale box once per 4-block group (option sa_per_group; `stma_pg8` boxes of 8 blocks,
+sa_box_blocks=8, session 29), and with the 128 x 256 tiles
 `stma_bm192` / `stma_bm192_regs` try 192 x 128 tiles split by stream-K.
+`boxes` (session 29): the launched kernel against 8-block A-scale boxes once per 8-block group
+(sa_box_blocks=8), 4-block boxes once per group, and once a stage.
 `--suite` times as the standard suite does (hopper_gemm_tiles.suite_timed) instead of 20 launches back
 to back.
 
@@ -150,6 +153,7 @@ def stma_variants(M, N, K, sms):
         out["stma"] = tma
     if form["sa_group"] == 1:  # session 28: one A-scale box per 4-block group, or per stage
         out["stma_pg"] = dict(tma, sa_per_group=True)
+        out["stma_pg8"] = dict(tma, sa_per_group=True, sa_box_blocks=8)  # session 29: 8-block boxes
         out["stma_stage"] = tma
     if cfg["BN"] == 256:  # session 28: 192 x 128 tiles split by stream-K, stores by TMA and from registers
         bm192 = dict(BM=192, BN=128, stream_k=True, **form)
@@ -159,6 +163,19 @@ def stma_variants(M, N, K, sms):
         out["stma_s5"] = dict(tma, stages=5)
         out["stma_whole"] = dict(tma, stream_k=False)
         out["global_whole"] = dict(glob, stream_k=False)
+    return out
+
+
+def box_variants(M, N, K, sms):
+    """Session 29: the launched kernel (per-group boxes of 4 blocks with 128 x 128 stream-K and 192 x 128
+    tiles, per stage elsewhere) against boxes of 8 blocks once per 8-block group (sa_box_blocks=8), per
+    group of 4, and per stage, on the launched tile; K-contiguous scales with 16-byte aligned rows."""
+    out = {"launched": launched(M, N, K, sms)}
+    form = standard_form(M, N, K)
+    if form is None or form["sa_group"] != 1:
+        return out
+    tma = {k: v for k, v in out["launched"].items() if k != "sa_per_group"}
+    out.update(pg8=dict(tma, sa_per_group=True, sa_box_blocks=8), pg4=dict(tma, sa_per_group=True), stage=tma)
     return out
 
 
@@ -191,7 +208,7 @@ def print_speeds(M, N, K, ms):
 
 def main(which, suite=False, before=None):
     variants = {"tiles": tile_variants, "knobs": knob_variants, "groups": group_variants, "narrow": narrow_variants,
-                "stma": stma_variants,
+                "stma": stma_variants, "boxes": box_variants,
                 "before": before and before_variants(before)}[which]
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for M, N, K in SHAPES:
@@ -207,7 +224,7 @@ def main(which, suite=False, before=None):
             unsplit = ["launched (within 1% of its largest output)"]
         ms = timings(fns, len(sets), suite)
         print(M, N, K, "launched", vs["launched"], "bitwise vs", unsplit[0], same, flush=True)
-        if which == "stma":  # the same tiles and splits: every variant must store the launched kernel's bits
+        if which in ("stma", "boxes"):  # the same tiles and splits: every variant must store the launched kernel's bits
             print("    bitwise vs launched:", {label: torch.equal(outs["launched"], o) for label, o in outs.items()})
         print_speeds(M, N, K, ms)
 

@@ -203,31 +203,42 @@ def test_grouped_rows_store_the_same_bits_on_the_gpu(cfg, mnk, grid, stride):
 
 
 @pytest.mark.parametrize("cfg", list(CONFIGS))
-def test_per_group_boxes_render_and_compile(cfg, tmp_path):
-    """sa_per_group: one A-scale box per 4-block group; no spills, no serialized wgmmas."""
+@pytest.mark.parametrize("blocks", [4, 8])
+def test_per_group_boxes_render_and_compile(cfg, blocks, tmp_path):
+    """sa_per_group: one A-scale box per 4-block (or, sa_box_blocks=8, 8-block) group; no spills, no
+    serialized wgmmas."""
     runtime = needs.nvrtc()
     from test_compile import assert_no_spills  # tests/hopper is on sys.path
 
-    k = lower_fp8.fp8_source("bf16", scales_tma=True, sa_per_group=True, **CONFIGS[cfg])
+    k = lower_fp8.fp8_source("bf16", scales_tma=True, sa_per_group=True, sa_box_blocks=blocks, **CONFIGS[cfg])
     assert "if (new_group)" in k["source"] and "scales.at(S.sa[next_sa_box(sa_at, kb, " in k["source"]
+    assert f"(kb & {blocks - 1}) == 0 || kb == " in k["source"] and f"kb & -{blocks}, a_row);" in k["source"]
+    assert "using sa_box = sv<BM * SA_STEP>;" in k["source"] and f"SA_STEP = {blocks};" in k["source"]
     c = runtime.compile_cuda(k["source"], name=k["name"] + ".cu", cache=False)
     assert_no_spills(c, k["name"], tmp_path)
     assert "serialized" not in c.log
     with pytest.raises(ValueError, match="sa_per_group copies one A-scale box"):
         lower_fp8.fp8_source("bf16", scales_tma=True, sa_major="m", sb_major="n", sa_per_group=True, **CONFIGS[cfg])
+    with pytest.raises(ValueError, match="sa_box_blocks is 4, or 8 with sa_per_group=True"):
+        lower_fp8.fp8_source("bf16", scales_tma=True, sa_box_blocks=8, **CONFIGS[cfg])
+    with pytest.raises(ValueError, match="sa_box_blocks is 4, or 8"):
+        lower_fp8.fp8_source("bf16", scales_tma=True, sa_per_group=True, sa_box_blocks=16, **CONFIGS[cfg])
 
 
-# K blocks per unit from 1 up (stream-K shares on 4-7 CTAs start and end inside 4-block groups)
+# K blocks per unit from 1 up (stream-K shares on 4-7 CTAs start and end inside 4- and 8-block groups);
+# 12 blocks: the last 8-block box reaches past the scales' rows (TMA fills zeros there, never read)
 @pytest.mark.parametrize("cfg", list(CONFIGS))
-@pytest.mark.parametrize("mnk,grid", [((257, 300, 1000), 7), ((300, 1000, 4096), 4), ((1000, 1000, 2048), None)])
-def test_per_group_boxes_store_the_same_bits_on_the_gpu(cfg, mnk, grid):
+@pytest.mark.parametrize("mnk,grid", [((257, 300, 1000), 7), ((300, 1000, 4096), 4), ((1000, 1000, 2048), None),
+                                      ((260, 700, 1536), 5)])
+@pytest.mark.parametrize("blocks", [4, 8])
+def test_per_group_boxes_store_the_same_bits_on_the_gpu(cfg, mnk, grid, blocks):
     needs.hopper_gpu()
     from tiles.bench import fp8
 
     M, N, K = mnk
     x = fp8.make_set(M, N, K, torch.device("cuda"), M + 7 * N + K)
     form = lower_fp8.scales_tma_form(x["sa"], x["sb"].unsqueeze(1).expand(x["sb"].shape[0], 128, x["sb"].shape[1]))
-    _same_bits_both_ways(x, x["sa"], x["sb"], CONFIGS[cfg], dict(form, sa_per_group=True), grid)
+    _same_bits_both_ways(x, x["sa"], x["sb"], CONFIGS[cfg], dict(form, sa_per_group=True, sa_box_blocks=blocks), grid)
 
 
 def test_a_layout_the_kernel_was_not_rendered_for_is_refused():

@@ -26,7 +26,8 @@ H200, session 27; the launcher's choice where the scales' layout allows, but not
 scales on 128 x 128 tiles split by stream-K: stage_scales_pay, scales_tma_form; sa_group / sb_group take
 K-contiguous scale rows that are not 16-byte aligned, K/128 not a multiple of 4, 2 or 4 rows at a time:
 row_group; sa_per_group copies a K-contiguous A-scale box, which holds four K blocks, once per 4-block
-group instead of once a stage: 1.016-1.017x with 128 x 128 stream-K and 192 x 128 tiles in one H200
+group instead of once a stage (sa_box_blocks=8: a box of 8 blocks, a row's 32-byte sector, once per
+8-block group): 1.016-1.017x with 128 x 128 stream-K and 192 x 128 tiles in one H200
 run, session 28, the launcher's choice on those tiles since session 29: tma_scale_options), plus stages, group_m, overlap, epilogue and the register
 split.
 
@@ -52,7 +53,7 @@ ARCH = runtime.ARCH
 DEFAULTS = dict(stages=6, group_m=8, producer_regs=None, consumer_regs=None, epilogue="tma", overlap=True, cluster=1,
                 schedule="cooperative", stream_k=False, clamp_scales=True, wide_stores=0, scale_index32=False,
                 scales_tma=False, sa_major="k", sb_major="k", sa_group=1, sb_group=1,
-                sa_per_group=False)
+                sa_per_group=False, sa_box_blocks=4)
 # setmaxnreg budgets (producer, consumer) by consumer warpgroups, where the options leave them open: the
 # register file is 64K a SM. Three consumers get 160 each: acc (64) + part (64) fit, a second scratch does not.
 REGS = {1: (40, 232), 2: (40, 232), 3: (24, 160)}
@@ -170,6 +171,9 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
         raise ValueError("sa_per_group copies one A-scale box of four K blocks per group: it takes scales_tma=True, "
                          f"sa_major='k' and sa_group=1, got scales_tma={cfg['scales_tma']!r}, "
                          f"sa_major={cfg['sa_major']!r}, sa_group={cfg['sa_group']!r}")
+    if cfg["sa_box_blocks"] not in (4, 8) or (cfg["sa_box_blocks"] == 8 and not cfg["sa_per_group"]):
+        raise ValueError(f"sa_box_blocks is 4, or 8 with sa_per_group=True (K blocks an A-scale box holds), got "
+                         f"sa_box_blocks={cfg['sa_box_blocks']!r}, sa_per_group={cfg['sa_per_group']!r}")
     if "stages" not in over:  # the default ring, as deep as shared memory allows
         while cfg["stages"] > 2 and _smem(cfg, BM, BN, BK) > SMEM_LIMIT:
             cfg["stages"] -= 1
@@ -179,7 +183,7 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
         + ("_i32" if cfg["scale_index32"] else "") \
         + (f"_st{cfg['sa_major']}{cfg['sb_major']}" if cfg["scales_tma"] else "") \
         + (f"_rg{cfg['sa_group']}{cfg['sb_group']}" if cfg["sa_group"] > 1 or cfg["sb_group"] > 1 else "") \
-        + ("_pg" if cfg["sa_per_group"] else "")
+        + ("_pg" if cfg["sa_per_group"] else "") + ("8" if cfg["sa_box_blocks"] == 8 else "")
     name = (name or "tiles_gemm_fp8_{ot}_{BM}x{BN}x{BK}".format(ot=ot, **cfg)) + suffix
     smem = _smem(cfg, BM, BN, BK)
     if smem > SMEM_LIMIT:
@@ -204,11 +208,11 @@ def _scale_boxes(cfg: dict, BM: int, BN: int):
     """The TMA boxes (innermost first, in floats) of one K block's A and B scales (option scales_tma):
     the template's sa_box and sb_box. A box starts 16-byte aligned along the contiguous axis (the H200
     refuses others, session 27, bench/stma_probe.py): along K it is the 4-block group of the stage's
-    block; along N, 8 blocks from the tile's first rounded down to 4. With rows grouped (sa_group,
+    block (with sa_box_blocks=8 the 8-block group); along N, 8 blocks from the tile's first rounded down to 4. With rows grouped (sa_group,
     sb_group > 1: rows of the view that hold `group` scale rows each), a stage copies one box per row
     phase of A (BM / group rows) and one per B block (_scale_copies)."""
     sb_blocks = 1 if BN == 128 else 2
-    sa_box = (4, BM // cfg["sa_group"]) if cfg["sa_major"] == "k" else (BM, 1)
+    sa_box = (cfg["sa_box_blocks"], BM // cfg["sa_group"]) if cfg["sa_major"] == "k" else (BM, 1)
     sb_box = ((4, 1) if cfg["sb_group"] > 1 else (4, sb_blocks)) if cfg["sb_major"] == "k" else (8, 1)
     return sa_box, sb_box
 
