@@ -172,7 +172,7 @@ def box_variants(M, N, K, sms):
     group of 4, and per stage, on the launched tile; K-contiguous scales with 16-byte aligned rows."""
     out = {"launched": launched(M, N, K, sms)}
     form = standard_form(M, N, K)
-    if form is None or form["sa_group"] != 1:
+    if form is None or form["sa_group"] != 1 or M * N * K >= 8192 ** 3:  # 8192^3: per stage, measured in session 28
         return out
     tma = {k: v for k, v in out["launched"].items() if k != "sa_per_group"}
     out.update(pg8=dict(tma, sa_per_group=True, sa_box_blocks=8), pg4=dict(tma, sa_per_group=True), stage=tma)
