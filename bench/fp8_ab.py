@@ -139,7 +139,7 @@ def stma_variants(M, N, K, sms):
     loads from global memory (`global`), on the launched tile."""
     cfg = launched(M, N, K, sms)
     glob = {k: v for k, v in cfg.items()
-            if k not in ("scales_tma", "sa_major", "sb_major", "sa_group", "sb_group", "sa_per_group")}
+            if k not in ("scales_tma", "sa_major", "sb_major", "sa_group", "sb_group", "sa_per_group", "sa_box_blocks")}
     glob["scale_index32"] = True
     out = {"launched": cfg, "global": glob}
     if M % 4 == 0 and (N // 128) % 4 == 0:  # session 28: the scales' boxes along M and N (contiguous rows)
@@ -167,14 +167,15 @@ def stma_variants(M, N, K, sms):
 
 
 def box_variants(M, N, K, sms):
-    """Session 29: the launched kernel (per-group boxes of 4 blocks with 128 x 128 stream-K and 192 x 128
-    tiles, per stage elsewhere) against boxes of 8 blocks once per 8-block group (sa_box_blocks=8), per
-    group of 4, and per stage, on the launched tile; K-contiguous scales with 16-byte aligned rows."""
+    """Session 29: the launched kernel (at its first call: per-group boxes of 4 blocks with 128 x 128
+    stream-K and 192 x 128 tiles, per stage elsewhere; since, 8-block boxes on those two tiles) against
+    boxes of 8 blocks once per 8-block group (sa_box_blocks=8), per group of 4, and per stage, on the
+    launched tile; K-contiguous scales with 16-byte aligned rows."""
     out = {"launched": launched(M, N, K, sms)}
     form = standard_form(M, N, K)
     if form is None or form["sa_group"] != 1 or M * N * K >= 8192 ** 3:  # 8192^3: per stage, measured in session 28
         return out
-    tma = {k: v for k, v in out["launched"].items() if k != "sa_per_group"}
+    tma = {k: v for k, v in out["launched"].items() if k not in ("sa_per_group", "sa_box_blocks")}
     out.update(pg8=dict(tma, sa_per_group=True, sa_box_blocks=8), pg4=dict(tma, sa_per_group=True), stage=tma)
     return out
 

@@ -70,10 +70,11 @@ if only == "gemm_fp8":
         tma_cfg = {k: v for k, v in cfg.items() if k != "stages"}
         go, _ = lower_fp8.launcher(x["a"], x["b"], x["sa"], x["sb"], stream_k=True, sms=grid, scales_tma=True, **tma_cfg)
         go()
-        if cfg.get("BN", 128) == 128:  # one A-scale box per 4-block group, in turns (session 28; launched at 29)
-            go, _ = lower_fp8.launcher(x["a"], x["b"], x["sa"], x["sb"], stream_k=True, sms=grid, scales_tma=True,
-                                       sa_per_group=True, **tma_cfg)
-            go()
+        if cfg.get("BN", 128) == 128:  # one A-scale box per 4- or 8-block group, in turns (sessions 28-29)
+            for blocks in (4, 8):
+                go, _ = lower_fp8.launcher(x["a"], x["b"], x["sa"], x["sb"], stream_k=True, sms=grid, scales_tma=True,
+                                           sa_per_group=True, sa_box_blocks=blocks, **tma_cfg)
+                go()
     # rows that are not 16-byte aligned, taken 2 (18 K blocks) or 4 (17) at a time (session 28)
     for (M, N, K), grid, cfg in (((384, 768, 2304), 4, dict(BN=256, schedule="pingpong", stream_k=True)),
                                  ((260, 1000, 2100), 5, dict(stream_k=True)),

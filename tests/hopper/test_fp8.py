@@ -39,7 +39,13 @@ def _lowered(**options):
                                      {"epilogue": "regs", "wide_stores": 4, "scale_index32": True},
                                      {"BN": 256, "schedule": "pingpong", "stream_k": True, "scale_index32": True},
                                      {"BN": 96, "epilogue": "regs", "wide_stores": 4, "scale_index32": True},
-                                     {"BN": 96, "epilogue": "regs", "overlap": False}])
+                                     {"BN": 96, "epilogue": "regs", "overlap": False},
+                                     # the scales by TMA as the launcher takes them (tma_scale_options)
+                                     {"stream_k": True, "scales_tma": True, "sa_per_group": True},
+                                     {"stream_k": True, "scales_tma": True, "sa_per_group": True, "sa_box_blocks": 8},
+                                     {"BM": 192, "scales_tma": True, "sa_per_group": True},
+                                     {"BN": 256, "schedule": "pingpong", "stream_k": True, "scales_tma": True,
+                                      "sa_group": 2, "sb_group": 2}])
 def test_lowers_and_compiles_with_qgmma(options, tmp_path):
     low = _lowered(**options)
     assert "mma(part, a, b, tb=True, accumulate=False)" in low.source  # the tile program, quoted

@@ -64,10 +64,12 @@ def test_the_launcher_takes_the_scales_by_tma_where_they_pay():
     for shape in ((1024, 1536, 7168), (6144, 7168, 2304), (6144, 1536, 7168), (8192, 8192, 8192)):
         assert lower_fp8.stage_scales_pay(lower_fp8.launch_options(*shape, 132), by_k), shape
     assert not lower_fp8.stage_scales_pay(lower_fp8.launch_options(1024, 4608, 7168, 132), by_k)
-    # what the launcher adds: one A-scale box per 4-block group with 128 x 128 stream-K and 192-row tiles
+    # what the launcher adds: one 8-block A-scale box per 8-block group with 128 x 128 stream-K and
+    # 192-row tiles
     pick = {shape: lower_fp8.tma_scale_options(lower_fp8.launch_options(*shape, 132), by_k)
             for shape in ((1024, 1536, 7168), (1024, 4608, 7168), (6144, 1536, 7168), (8192, 8192, 8192))}
     assert [p.get("sa_per_group", False) for p in pick.values()] == [False, True, True, False]
+    assert [p.get("sa_box_blocks", 4) for p in pick.values()] == [4, 8, 8, 4]
     assert all(p["scales_tma"] for p in pick.values())
     assert lower_fp8.tma_scale_options(split, dict(by_k, sa_group=2)) == {}  # rows two at a time: the loads
     assert lower_fp8.tma_scale_options(split, by_m) == by_m
@@ -226,10 +228,10 @@ def test_per_group_boxes_render_and_compile(cfg, blocks, tmp_path):
 
 
 # K blocks per unit from 1 up (stream-K shares on 4-7 CTAs start and end inside 4- and 8-block groups);
-# 12 blocks: the last 8-block box reaches past the scales' rows (TMA fills zeros there, never read)
+# 12 and 4 blocks: the last 8-block box reaches past the scales' rows (TMA fills zeros there, never read)
 @pytest.mark.parametrize("cfg", list(CONFIGS))
 @pytest.mark.parametrize("mnk,grid", [((257, 300, 1000), 7), ((300, 1000, 4096), 4), ((1000, 1000, 2048), None),
-                                      ((260, 700, 1536), 5)])
+                                      ((260, 700, 1536), 5), ((200, 300, 512), 3)])
 @pytest.mark.parametrize("blocks", [4, 8])
 def test_per_group_boxes_store_the_same_bits_on_the_gpu(cfg, mnk, grid, blocks):
     needs.hopper_gpu()

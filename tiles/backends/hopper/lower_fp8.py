@@ -28,7 +28,8 @@ K-contiguous scale rows that are not 16-byte aligned, K/128 not a multiple of 4,
 row_group; sa_per_group copies a K-contiguous A-scale box, which holds four K blocks, once per 4-block
 group instead of once a stage (sa_box_blocks=8: a box of 8 blocks, a row's 32-byte sector, once per
 8-block group): 1.016-1.017x with 128 x 128 stream-K and 192 x 128 tiles in one H200
-run, session 28, the launcher's choice on those tiles since session 29: tma_scale_options), plus stages, group_m, overlap, epilogue and the register
+run, session 28; with 8-block boxes the launcher's choice on those tiles since session 29:
+tma_scale_options), plus stages, group_m, overlap, epilogue and the register
 split.
 
 The four ops after the mma become one fused promotion (acc += part * (sa[row] * sb)) per thread.
@@ -212,6 +213,7 @@ def _scale_boxes(cfg: dict, BM: int, BN: int):
     sb_group > 1: rows of the view that hold `group` scale rows each), a stage copies one box per row
     phase of A (BM / group rows) and one per B block (_scale_copies)."""
     sb_blocks = 1 if BN == 128 else 2
+    cfg = dict(DEFAULTS, **cfg)  # the lowering sizes its ring before fp8_source fills in the defaults
     sa_box = (cfg["sa_box_blocks"], BM // cfg["sa_group"]) if cfg["sa_major"] == "k" else (BM, 1)
     sb_box = ((4, 1) if cfg["sb_group"] > 1 else (4, sb_blocks)) if cfg["sb_major"] == "k" else (8, 1)
     return sa_box, sb_box
@@ -219,6 +221,7 @@ def _scale_boxes(cfg: dict, BM: int, BN: int):
 
 def _scale_copies(cfg: dict, BN: int):
     """How many of _scale_boxes' A and B boxes a stage copies."""
+    cfg = dict(DEFAULTS, **cfg)
     return cfg["sa_group"], (1 if BN == 128 else 2) if cfg["sb_group"] > 1 else 1
 
 
@@ -387,14 +390,17 @@ def stage_scales_pay(options: dict, form: dict) -> bool:
 
 def tma_scale_options(options: dict, form: dict) -> dict:
     """The options the launcher adds for these scales (scales_tma_form's) on this tile: the form, with
-    one A-scale box per 4-block group (sa_per_group) where that paid, else nothing (the loads). H200,
-    session 28 (bench/fp8_ab.py stma, back to back, one run; over the kernel launched before): 128 x 128
-    split by stream-K 1.016 (1057 against 1041 TFLOP/s; per stage it ran 0.935) and 192 x 128 1.017
-    (1302 against 1280); per group lost at 128 x 96 (0.955) and at 8192^3's 128 x 256 (0.985)."""
+    one A-scale box of 8 blocks per 8-block group (sa_per_group, sa_box_blocks=8) where that paid, else
+    nothing (the loads). H200, bench/fp8_ab.py, back to back, one run each; over the kernel launched
+    before: session 28 (stma), boxes of 4 blocks per 4-block group, 128 x 128 split by stream-K 1.016
+    (1057 against 1041 TFLOP/s; per stage it ran 0.935) and 192 x 128 1.017 (1302 against 1280); per
+    group lost at 128 x 96 (0.955) and at 8192^3's 128 x 256 (0.985). Session 29 (boxes), 8-block boxes
+    over 4-block ones: 1.010 at 1024 x 4608 (1070 TFLOP/s, level with row-wise _scaled_mm) and 1.004 at
+    6144 x 1536, 0.978 at 1024 x 1536's 128 x 96 (where the launcher copies per stage)."""
     per_group = form["sa_major"] == "k" and form["sa_group"] == 1 and (
         options.get("BM", 128) == 192 or (options.get("BN", 128) == 128 and options.get("stream_k")))
     if per_group:
-        return dict(form, sa_per_group=True)
+        return dict(form, sa_per_group=True, sa_box_blocks=8)
     return dict(form) if stage_scales_pay(options, form) else {}
 
 
