@@ -26,7 +26,8 @@ K-contiguous A-scale box once per 4-block group (option sa_per_group; `stma_pg8`
 sa_box_blocks=8, session 29), and with the 128 x 256 tiles
 `stma_bm192` / `stma_bm192_regs` try 192 x 128 tiles split by stream-K.
 `boxes` (session 29): the launched kernel against 8-block A-scale boxes once per 8-block group
-(sa_box_blocks=8), 4-block boxes once per group, and once a stage.
+(sa_box_blocks=8), 4-block boxes once per group, and once a stage; where the launched tile is 128 x 256
+(8192^3), 192 x 128 tiles split by stream-K with boxes per stage and per 8-block group.
 `--suite` times as the standard suite does (hopper_gemm_tiles.suite_timed) instead of 20 launches back
 to back.
 
@@ -173,7 +174,11 @@ def box_variants(M, N, K, sms):
     launched tile; K-contiguous scales with 16-byte aligned rows."""
     out = {"launched": launched(M, N, K, sms)}
     form = standard_form(M, N, K)
-    if form is None or form["sa_group"] != 1 or M * N * K >= 8192 ** 3:  # 8192^3: per stage, measured in session 28
+    if form is None or form["sa_group"] != 1:
+        return out
+    if out["launched"]["BN"] == 256:  # 8192^3: 192 x 128 tiles split by stream-K instead, boxes per stage / 8-block group
+        bm192 = dict(BM=192, BN=128, stream_k=True, **form)
+        out.update(bm192_pg8=dict(bm192, sa_per_group=True, sa_box_blocks=8), bm192=bm192)
         return out
     tma = {k: v for k, v in out["launched"].items() if k not in ("sa_per_group", "sa_box_blocks")}
     out.update(pg8=dict(tma, sa_per_group=True, sa_box_blocks=8), pg4=dict(tma, sa_per_group=True), stage=tma)

@@ -53,8 +53,9 @@ def test_layouts_the_tensor_maps_take():
 
 
 def test_the_launcher_takes_the_scales_by_tma_where_they_pay():
-    """Every tile but 128 x 128 split by stream-K with K-contiguous scales, whose 128-row boxes of 16
-    bytes lost there (H200, sessions 27-28); with M-contiguous scales that tile takes them too."""
+    """Every tile takes the scales by TMA; per stage, boxes of 128 rows of 16 bytes lost with 128 x 128
+    tiles split by stream-K and K-contiguous scales (H200, sessions 27-28), so that tile and the 192-row
+    one copy an 8-block box once per 8-block group (session 29); M-contiguous scales go per stage."""
     by_k = dict(scales_tma=True, sa_major="k", sb_major="k", sa_group=1, sb_group=1)
     by_m = dict(by_k, sa_major="m", sb_major="n")
     split = dict(BM=128, BN=128, stream_k=True)

@@ -26,11 +26,10 @@ H200, session 27; the launcher's choice where the scales' layout allows, but not
 scales on 128 x 128 tiles split by stream-K: stage_scales_pay, scales_tma_form; sa_group / sb_group take
 K-contiguous scale rows that are not 16-byte aligned, K/128 not a multiple of 4, 2 or 4 rows at a time:
 row_group; sa_per_group copies a K-contiguous A-scale box, which holds four K blocks, once per 4-block
-group instead of once a stage (sa_box_blocks=8: a box of 8 blocks, a row's 32-byte sector, once per
-8-block group): 1.016-1.017x with 128 x 128 stream-K and 192 x 128 tiles in one H200
-run, session 28; with 8-block boxes the launcher's choice on those tiles since session 29:
-tma_scale_options), plus stages, group_m, overlap, epilogue and the register
-split.
+group instead of once a stage: 1.016-1.017x with 128 x 128 stream-K and 192 x 128 tiles in one H200
+run, session 28; sa_box_blocks=8 makes the box 8 blocks, a row's 32-byte sector, copied once per
+8-block group, the launcher's choice on those two tiles since session 29: tma_scale_options), plus
+stages, group_m, overlap, epilogue and the register split.
 
 The four ops after the mma become one fused promotion (acc += part * (sa[row] * sb)) per thread.
 The grid becomes persistent CTAs visiting the same tiles in grouped order. Hopper's fp8 wgmma reads
@@ -169,7 +168,7 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
     if not isinstance(cfg["sa_per_group"], bool):
         raise TypeError(f"sa_per_group must be True or False, got {cfg['sa_per_group']!r}")
     if cfg["sa_per_group"] and not (cfg["scales_tma"] and cfg["sa_major"] == "k" and cfg["sa_group"] == 1):
-        raise ValueError("sa_per_group copies one A-scale box of four K blocks per group: it takes scales_tma=True, "
+        raise ValueError("sa_per_group copies one A-scale box of sa_box_blocks K blocks per group: it takes scales_tma=True, "
                          f"sa_major='k' and sa_group=1, got scales_tma={cfg['scales_tma']!r}, "
                          f"sa_major={cfg['sa_major']!r}, sa_group={cfg['sa_group']!r}")
     if cfg["sa_box_blocks"] not in (4, 8) or (cfg["sa_box_blocks"] == 8 and not cfg["sa_per_group"]):
@@ -209,9 +208,10 @@ def _scale_boxes(cfg: dict, BM: int, BN: int):
     """The TMA boxes (innermost first, in floats) of one K block's A and B scales (option scales_tma):
     the template's sa_box and sb_box. A box starts 16-byte aligned along the contiguous axis (the H200
     refuses others, session 27, bench/stma_probe.py): along K it is the 4-block group of the stage's
-    block (with sa_box_blocks=8 the 8-block group); along N, 8 blocks from the tile's first rounded down to 4. With rows grouped (sa_group,
-    sb_group > 1: rows of the view that hold `group` scale rows each), a stage copies one box per row
-    phase of A (BM / group rows) and one per B block (_scale_copies)."""
+    block (with sa_box_blocks=8 the 8-block group); along N, 8 blocks from the tile's first rounded
+    down to 4. With rows grouped (sa_group, sb_group > 1: rows of the view that hold `group` scale rows
+    each), a stage copies one box per row phase of A (BM / group rows) and one per B block
+    (_scale_copies)."""
     sb_blocks = 1 if BN == 128 else 2
     cfg = dict(DEFAULTS, **cfg)  # the lowering sizes its ring before fp8_source fills in the defaults
     sa_box = (cfg["sa_box_blocks"], BM // cfg["sa_group"]) if cfg["sa_major"] == "k" else (BM, 1)
