@@ -195,11 +195,12 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
 
 
 def _smem(cfg: dict, BM: int, BN: int, BK: int) -> int:
+    cfg = dict(DEFAULTS, **cfg)  # the lowering sizes its ring from its options before fp8_source fills them in
     smem = cfg["stages"] * (BM + BN) * BK + 1024 + 1024
-    if cfg.get("scales_tma"):  # each stage's scale boxes (sv: 128-byte aligned)
+    if cfg["scales_tma"]:  # each stage's scale boxes (sv: 128-byte aligned)
         boxes = zip(_scale_boxes(cfg, BM, BN), _scale_copies(cfg, BN))
         smem += cfg["stages"] * sum(n * (-(-4 * box[0] * box[1] // 128) * 128) for box, n in boxes)
-    if cfg.get("epilogue", DEFAULTS["epilogue"]) == "tma":
+    if cfg["epilogue"] == "tma":
         smem += cfg["consumers"] * 2 * 64 * 128
     return smem
 
@@ -213,7 +214,6 @@ def _scale_boxes(cfg: dict, BM: int, BN: int):
     each), a stage copies one box per row phase of A (BM / group rows) and one per B block
     (_scale_copies)."""
     sb_blocks = 1 if BN == 128 else 2
-    cfg = dict(DEFAULTS, **cfg)  # the lowering sizes its ring before fp8_source fills in the defaults
     sa_box = (cfg["sa_box_blocks"], BM // cfg["sa_group"]) if cfg["sa_major"] == "k" else (BM, 1)
     sb_box = ((4, 1) if cfg["sb_group"] > 1 else (4, sb_blocks)) if cfg["sb_major"] == "k" else (8, 1)
     return sa_box, sb_box
@@ -221,7 +221,6 @@ def _scale_boxes(cfg: dict, BM: int, BN: int):
 
 def _scale_copies(cfg: dict, BN: int):
     """How many of _scale_boxes' A and B boxes a stage copies."""
-    cfg = dict(DEFAULTS, **cfg)
     return cfg["sa_group"], (1 if BN == 128 else 2) if cfg["sb_group"] > 1 else 1
 
 

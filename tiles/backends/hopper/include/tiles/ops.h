@@ -108,7 +108,9 @@ TILES_BINARY_OPS(TILES_BINARY)
 
 // ================================================================ row reductions and broadcasts
 // v[r] = reduce_c t[r, c]; the *_init forms also fold in `init` (the running max / sum of attention).
-template <bool IS_MAX, int R, int C> __device__ __forceinline__ void row_reduce(rv<R>& v, const rt<float, R, C>& t) {
+// QUAD = false stops at each lane's own columns of the row (row_sum_partial).
+template <bool IS_MAX, int R, int C, bool QUAD = true>
+__device__ __forceinline__ void row_reduce(rv<R>& v, const rt<float, R, C>& t) {
 #pragma unroll
   for (int s = 0; s < t.slices; ++s)
 #pragma unroll
@@ -118,8 +120,10 @@ template <bool IS_MAX, int R, int C> __device__ __forceinline__ void row_reduce(
       for (int p = h + 2; p < t.pairs; p += 2)
         acc = IS_MAX ? fmaxf(acc, fmaxf(t.v[s][p].x, t.v[s][p].y)) : acc + t.v[s][p].x + t.v[s][p].y;
       // the 4 lanes of a quad hold the 4 column pairs of each 8-column group of the same row
-      acc = IS_MAX ? fmaxf(acc, arch::shfl_xor(acc, 1)) : acc + arch::shfl_xor(acc, 1);
-      acc = IS_MAX ? fmaxf(acc, arch::shfl_xor(acc, 2)) : acc + arch::shfl_xor(acc, 2);
+      if constexpr (QUAD) {
+        acc = IS_MAX ? fmaxf(acc, arch::shfl_xor(acc, 1)) : acc + arch::shfl_xor(acc, 1);
+        acc = IS_MAX ? fmaxf(acc, arch::shfl_xor(acc, 2)) : acc + arch::shfl_xor(acc, 2);
+      }
       v.v[s][h] = acc;
     }
 }
@@ -178,15 +182,10 @@ template <int R, int C> __device__ __forceinline__ void row_sum(rv<R>& v, const 
 // row's 4 column pairs of every 8-column group) once, after the loop; scaling v by a row vector in
 // between scales every part alike.
 template <int R, int C> __device__ __forceinline__ void row_sum_partial(rv<R>& v, const rt<float, R, C>& t, const rv<R>& init) {
+  rv<R> r;
+  row_reduce<false, R, C, false>(r, t);
 #pragma unroll
-  for (int s = 0; s < t.slices; ++s)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      float acc = t.v[s][h].x + t.v[s][h].y;
-#pragma unroll
-      for (int p = h + 2; p < t.pairs; p += 2) acc = acc + t.v[s][p].x + t.v[s][p].y;
-      v.v[s][h] = acc + init.v[s][h];
-    }
+  for (int s = 0; s < v.slices; ++s) v.v[s][0] = r.v[s][0] + init.v[s][0], v.v[s][1] = r.v[s][1] + init.v[s][1];
 }
 template <int R> __device__ __forceinline__ void row_sum_finish(rv<R>& v) {
 #pragma unroll
