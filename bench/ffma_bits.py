@@ -1,6 +1,6 @@
 """Session 19: the fp8 GEMM's promotion FFMAs with their scheduling bits rewritten in the cubin.
 
-    PYTHONPATH=.:bench:tests/hopper python3 bench/ffma_bits.py [--suite]
+    PYTHONPATH=.:bench:tests/hopper python3 bench/ffma_bits.py [--suite] [--launched]
 
 ptxas sets the yield hint on every second FFMA of a promotion run (bit clear: the warp may yield) and the
 reuse flag on the scale operand of the others only; an FFMA reading the scale from the register file
@@ -11,7 +11,13 @@ every run of 16 or more FFMAs in the launched kernel at the issue's five shapes:
 * `noyield_reuse`: no yield hint on any, and operand B's reuse flag wherever the next FFMA reads the
   same register there (no FFMA reads the scale from the register file but the first of a run);
 * `noyield`: no yield hint on any, reuse as ptxas left it;
-* `yield_all`: the yield hint on every one, no reuse flags (a yielded warp may not reuse).
+* `yield_all`: the yield hint on every one, no reuse flags (a yielded warp may not reuse);
+* `reuse` (session 30): the yield hints as ptxas left them, and operand B's reuse flag wherever the
+  next FFMA reads the same register there (whether a yield between keeps the cached value is what
+  the bitwise check says).
+`--launched` (session 30) patches the kernels tiles.gemm_fp8 launches now (the scales by TMA where
+the launcher takes them, fp8_ab.launched) instead of the global-load kernels session 19 patched, and
+adds the `imm` bound (fp8_promote_edits: the scale an immediate, two register reads an FFMA).
 Each patched cubin is checked bitwise against the launched kernel's output, then all are timed
 interleaved next to row-wise `_scaled_mm` (hopper_gemm_tiles.timed; `--suite`: as the standard suite times).
 """
@@ -28,11 +34,12 @@ from tiles.bench import fp8
 from tiles.bench import run as bench_run
 
 import fp8_ab
+import fp8_promote_edits
 import hopper_gemm_tiles as ht
 import sass
 
 YIELD, REUSE = 41 + 4, 41 + 17  # bit positions in the high 64-bit word
-MODES = ("noyield_reuse", "noyield", "yield_all")
+MODES = ("noyield_reuse", "noyield", "yield_all", "reuse")
 
 
 def instructions(listing: str):
@@ -87,7 +94,7 @@ def patch(cubin: bytes, name: str, listing: str, mode: str):
             new = hi
             if mode in ("noyield_reuse", "noyield"):
                 new |= 1 << YIELD
-            if mode == "noyield_reuse" and i + 1 < len(run) and b_reg(run[i + 1][1]) == b_reg(text):
+            if mode in ("noyield_reuse", "reuse") and i + 1 < len(run) and b_reg(run[i + 1][1]) == b_reg(text):
                 new |= 1 << (REUSE + 1)
             if mode == "yield_all":
                 new &= ~(1 << YIELD)
@@ -102,8 +109,8 @@ def patch(cubin: bytes, name: str, listing: str, mode: str):
     return bytes(data), changed
 
 
-def variants(M, N, K, sms, tmp):
-    cfg = fp8_ab.global_loads(M, N, K, sms)
+def variants(M, N, K, sms, tmp, launched=False):
+    cfg = (fp8_ab.launched if launched else fp8_ab.global_loads)(M, N, K, sms)
     kern = lower_fp8.fp8_source(torch.bfloat16, **cfg)
     cubin = runtime.compile_cuda(kern["source"], name=kern["name"] + ".cu").cubin
     listing = sass.disassemble(cubin, tmp)
@@ -113,16 +120,18 @@ def variants(M, N, K, sms, tmp):
         src = kern["source"] + f"\n// promotion FFMAs' bits: {mode}\n"  # its own key in bind's kernel table
         lower_fp8._kernels[(kern["name"], src, torch.cuda.current_device())] = runtime.load(patched, kern["name"])
         out[mode] = dict(kern, source=src)
+    if launched:
+        out["imm"] = fp8_promote_edits.edit(kern, "imm")
     return out, counts
 
 
-def main(suite=False):
+def main(suite=False, launched=False):
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     tmp = pathlib.Path(tempfile.mkdtemp())
     for M, N, K in fp8_ab.SHAPES:
         n_sets = bench_run._n_sets(M * K + N * K + 2 * M * N, torch.device("cuda")) if suite else 2
         sets = [fp8.make_set(M, N, K, torch.device("cuda"), seed) for seed in range(n_sets)]
-        vs, counts = variants(M, N, K, sms, tmp)
+        vs, counts = variants(M, N, K, sms, tmp, launched)
         fns, outs = fp8_ab.launch_all(sets, vs)
         same = {m: torch.equal(outs[m], outs["launched"]) for m in MODES}
         ms = ht.suite_timed(fns, len(sets)) if suite else ht.timed(fns, rounds=11)
@@ -132,4 +141,4 @@ def main(suite=False):
 
 
 if __name__ == "__main__":
-    sys.exit(main("--suite" in sys.argv[1:]))
+    sys.exit(main("--suite" in sys.argv[1:], "--launched" in sys.argv[1:]))

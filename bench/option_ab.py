@@ -3,7 +3,7 @@ schedule) against the same with the option turned on, on the same inputs.
 
     PYTHONPATH=.:bench python3 bench/option_ab.py
     AB_OPTION=resident        the option, turned on ...
-    AB_VALUE=kt               ... or given this value (a string)
+    AB_VALUE=kt               ... or given this value (JSON where it parses, e.g. false or 3; else a string)
     AB_CONFIG='{"BN": 176}'   the variant's tile sizes over the launched ones (then AB_OPTION=none: no option)
     AB_JOBS=fused:64,dq:128   kernel:head dim (fwd, dkdv, dq, fused)
     AB_CASES=0:4096,1:16384   causal:S (B * S = 16k tokens, H * D = 2048)
@@ -48,6 +48,10 @@ def args_of(kern, t, o, scale):
 def main():
     option = os.environ.get("AB_OPTION", "resident")
     value = os.environ.get("AB_VALUE", True)
+    try:
+        value = json.loads(value) if isinstance(value, str) else value
+    except json.JSONDecodeError:
+        pass  # a string value, such as a tile name
     config = json.loads(os.environ.get("AB_CONFIG", "{}"))
     jobs = [(j.split(":")[0], int(j.split(":")[1])) for j in os.environ.get("AB_JOBS", "fused:64").split(",")]
     cases = [(bool(int(c)), int(n)) for c, n in (x.split(":") for x in os.environ.get(
