@@ -9,3 +9,4 @@ DEVICE_PYTHONPATH=bench:tests/hopper
 timeout 240 python3 bench/ffma_bits.py --launched 2>&1 | tr -d '\000' | tail -12
 AB_OPTION=rotate AB_VALUE=false AB_CONFIG='{"BM": 192}' AB_JOBS=fwd:128 \
     AB_CASES=0:1024,0:4096,0:16384,1:4096,1:16384 timeout 200 python3 bench/option_ab.py 2>&1 | tail -6
+timeout 150 python3 bench/fp8_bn192.py 2>&1 | tr -d '\000' | tail -6

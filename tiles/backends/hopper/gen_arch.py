@@ -19,7 +19,7 @@ NS = (16, 32, 64, 96, 128, 256)  # wgmma N values tiles uses (PTX allows every m
 TYPES = (("bf16", ".bf16.bf16"), ("f16", ".f16.f16"))
 # 8-bit inputs: k32 per instruction, both operands K-major in shared memory (the fp8 forms have no
 # transpose immediates), so only wgmma_ss<N, fp8e4m3, 0, 0> exists.
-FP8_NS = (64, 96, 128, 256)  # 96: the fp8 GEMM's 128 x 96 tiles, where 128-wide ones leave SMs idle
+FP8_NS = (64, 96, 128, 192, 256)  # 96: the fp8 GEMM's 128 x 96 tiles, where 128-wide ones leave SMs idle; 192: bench/fp8_bn192.py
 FP8_TYPES = (("fp8e4m3", ".e4m3.e4m3"),)
 
 
@@ -62,6 +62,10 @@ def generate() -> str:
     for n in FP8_NS:
         nd = n // 2
         ia, ib, isc = nd, nd + 1, nd + 2
+        if n not in NS:  # an N only the 8-bit forms take: its register lists
+            out.append(f"// ---- N = {n} (8-bit inputs only): {nd} accumulators per thread\n")
+            out.append(f'#define TILES_WGMMA_D{n} "{{" "{_regs(0, nd)}" "}}"\n')
+            out.append(f"#define TILES_WGMMA_OPS{n}(d) {_ops(nd // 2)}\n")
         for cname, ptx in FP8_TYPES:
             out.append(
                 f"template <> struct wgmma_ss<{n}, {cname}, 0, 0> {{\n"
