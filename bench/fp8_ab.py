@@ -68,7 +68,8 @@ def launched(M, N, K, sms):
     cfg = lower_fp8.launch_options(M, N, K, sms)
     form = standard_form(M, N, K)
     extra = lower_fp8.tma_scale_options(cfg, form) if form else {}
-    return dict(cfg, **extra) if extra else dict(cfg, scale_index32=True)
+    cfg = dict(cfg, **extra) if extra else dict(cfg, scale_index32=True)
+    return dict(cfg, defer_store=True) if lower_fp8.defer_store_pays(cfg, K) else cfg
 
 
 def global_loads(M, N, K, sms):
@@ -186,10 +187,13 @@ def box_variants(M, N, K, sms):
 
 
 def defer_variants(M, N, K, sms):
-    """Session 30: the launched 128 x 256 ping-pong kernel with each whole tile stored under the next
-    tile's first burst (defer_store), at the shapes that launch it."""
+    """Session 30: the launched 128 x 256 ping-pong kernel with and without each whole tile stored under
+    the next tile's first burst (defer_store), at the shapes that launch it."""
     cfg = launched(M, N, K, sms)
-    return {"launched": cfg, "defer": dict(cfg, defer_store=True)} if cfg.get("schedule") == "pingpong" else {}
+    if cfg.get("schedule") != "pingpong":
+        return {}
+    other = not cfg.get("defer_store", False)
+    return {"launched": cfg, "defer" if other else "no_defer": dict(cfg, defer_store=other)}
 
 
 def before_variants(path):

@@ -12,7 +12,8 @@ iteration). `--only gemm_fp8` runs the fp8 GEMM (scale loads and scales by TMA, 
 at a time among them) with
 its last tiles split along K (stream-K): at an issue shape where the launcher splits them, and on grids
 of a few CTAs, at both tile widths and with 192-row tiles, where tiles split into many shares; and once
-in the transposed storage (the K-major copies of transpose.py).
+in the transposed storage (the K-major copies of transpose.py); 128 x 256 tiles with defer_store (each
+whole tile stored under the next tile's first burst) on grids of 2-5 CTAs, with and without stream-K.
 """
 import sys
 
@@ -84,6 +85,14 @@ if only == "gemm_fp8":
         form = lower_fp8.scales_tma_form(x["sa"], sb)
         assert form["sa_group"] > 1 and form["sb_group"] > 1, form
         go, _ = lower_fp8.launcher(x["a"], x["b"], x["sa"], x["sb"], sms=grid, **cfg, **form)
+        go()
+        if cfg.get("schedule") == "pingpong":  # each whole tile stored under the next one's first burst (session 30)
+            go, _ = lower_fp8.launcher(x["a"], x["b"], x["sa"], x["sb"], sms=grid, **cfg, **form, defer_store=True)
+            go()
+    for grid, extra in ((3, {}), (5, dict(stream_k=True, scale_index32=True)), (2, dict(epilogue="regs"))):
+        x = fp8.make_set(700, 1300, 1024, dev, 5)  # several whole tiles a CTA: the deferred stores
+        go, _ = lower_fp8.launcher(x["a"], x["b"], x["sa"], x["sb"], sms=grid, BN=256, schedule="pingpong",
+                                   defer_store=True, **extra)
         go()
     x = fp8.make_set(300, 1000, 4096, dev, 3)  # 128 x 96 tiles on the transposed scales (M- and N-major boxes)
     go, _ = lower_fp8.launcher(x["a"], x["b"], x["sa_km"].t(), x["sb_kn"].t(), BN=96, epilogue="regs", scales_tma=True,

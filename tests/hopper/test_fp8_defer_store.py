@@ -86,3 +86,43 @@ def test_stores_the_same_bits_on_the_gpu(cfg, mnk, grid):
     assert torch.equal(outs[True], outs[False])
     err, bound = fp8.error_and_bound(outs[True], x)
     assert err <= bound, (err, bound)
+
+
+def test_the_launcher_defers_where_the_k_loop_is_short():
+    """defer_store_pays: with turns (128 x 256 tiles) and up to 32 K blocks, where the scale path leaves
+    the registers for it. Of the issue's five shapes, 6144 x 7168 x 2304 only (18 K blocks; 8192^3 has 64)."""
+    picks = {}
+    for M, N, K in [(1024, 1536, 7168), (1024, 4608, 7168), (6144, 7168, 2304), (6144, 1536, 7168), (8192, 8192, 8192)]:
+        opts = lower_fp8.launch_options(M, N, K, 132)
+        kb = -(-K // 128)  # the standard scales, K-contiguous: (M, K/128) and (N/128, K/128)
+        sa, sb = torch.empty(M, kb, device="meta"), torch.empty(-(-N // 128), kb, device="meta")
+        opts.update(lower_fp8.tma_scale_options(opts, lower_fp8.scales_tma_form(sa, sb.unsqueeze(1).expand(-1, 128, kb))))
+        picks[(M, N, K)] = lower_fp8.defer_store_pays(opts, K)
+    assert [k for k, v in picks.items() if v] == [(6144, 7168, 2304)]
+    pp = dict(BN=256, schedule="pingpong")
+    assert lower_fp8.defer_store_pays(dict(pp, stream_k=True, scale_index32=True), 4096)
+    assert not lower_fp8.defer_store_pays(dict(pp, stream_k=True), 4096)  # 64-bit offsets: the 8-byte spill
+    assert not lower_fp8.defer_store_pays(dict(pp, scales_tma=True), 4224)  # 33 K blocks
+    assert not lower_fp8.defer_store_pays(dict(BN=128, scales_tma=True), 1024)
+
+
+def test_tiles_gemm_fp8_defers_and_stores_the_same_bits_on_the_gpu():
+    """Through tiles.gemm_fp8 at a shape where the launcher takes defer_store (6144 x 7168 x 2304, 128 x 256
+    tiles with stream-K): the same bits as the same kernel without it, within the float64 bound."""
+    needs.hopper_gpu()
+    import tiles
+    from tiles.bench import fp8
+
+    M, N, K = 6144, 7168, 2304
+    x = fp8.make_set(M, N, K, torch.device("cuda"), 30)
+    got = tiles.gemm_fp8(x["a"], x["b"], x["sa"], x["sb"])
+    opts = lower_fp8.launch_options(M, N, K, torch.cuda.get_device_properties(0).multi_processor_count)
+    form = lower_fp8.scales_tma_form(x["sa"], x["sb"].unsqueeze(1).expand(x["sb"].shape[0], 128, x["sb"].shape[1]))
+    opts.update(lower_fp8.tma_scale_options(opts, form))
+    assert lower_fp8.defer_store_pays(opts, K)
+    go, plain = lower_fp8.launcher(x["a"], x["b"], x["sa"], x["sb"], **opts, defer_store=False)
+    go()
+    torch.cuda.synchronize()
+    assert torch.equal(got, plain)
+    err, bound = fp8.error_and_bound(got, x)
+    assert err <= bound, (err, bound)

@@ -28,7 +28,10 @@ K-contiguous scale rows that are not 16-byte aligned, K/128 not a multiple of 4,
 row_group; sa_per_group copies a K-contiguous A-scale box, which holds four K blocks, once per 4-block
 group instead of once a stage: 1.016-1.017x with 128 x 128 stream-K and 192 x 128 tiles in one H200
 run, session 28; sa_box_blocks=8 makes the box 8 blocks, a row's 32-byte sector, copied once per
-8-block group, the launcher's choice on those two tiles since session 29: tma_scale_options), plus
+8-block group, the launcher's choice on those two tiles since session 29: tma_scale_options), defer_store
+(pingpong: each whole tile stored under the next tile's first burst, its first K block peeled; the
+launcher's choice with up to 32 K blocks, 1.025-1.030x at 6144 x 7168 x 2304 in session 30:
+defer_store_pays), plus
 stages, group_m, overlap, epilogue and the register split.
 
 The four ops after the mma become one fused promotion (acc += part * (sa[row] * sb)) per thread.
@@ -351,6 +354,8 @@ class Fp8GemmLowering(Lowering):
                 options.update(tma_scale_options(options, form))
         if not options.get("scales_tma") and scale_offsets_fit(A, SA, SB):
             options["scale_index32"] = True
+        if defer_store_pays(options, A.shape[1]):
+            options["defer_store"] = True
         key = (id(kfn.trace(A, B, SA, SB, C, **kwargs)), tuple(sorted(options.items())))
         low = cls._lowered.get(key)
         if low is None:  # lowering renders a template: once per specialization, not per call
@@ -391,6 +396,20 @@ def stage_scales_pay(options: dict, form: dict) -> bool:
     back, session 28), so only K-contiguous scales keep the loads there."""
     split_128 = options.get("BN", 128) == 128 and options.get("BM", 128) == 128 and options.get("stream_k")
     return not (split_128 and form["sa_major"] == "k")
+
+
+# defer_store pays where a tile's K loop is short beside its store: 1.025-1.030x at 6144 x 7168 x 2304 (18 K
+# blocks), 0.990-0.998x at 8192^3 (64), H200, session 30 (bench/fp8_ab.py defer, two runs back to back
+# and one in the suite's timing)
+DEFER_MAX_KBLOCKS = 32
+
+
+def defer_store_pays(options: dict, K: int) -> bool:
+    """Whether the launcher stores each whole tile under the next tile's first burst (defer_store): with
+    turns (the 128 x 256 tiles), up to DEFER_MAX_KBLOCKS K blocks a tile, and scale offsets that leave
+    the registers for it (with 64-bit offsets from global memory and stream-K, ptxas spills 8 bytes)."""
+    return options.get("schedule") == "pingpong" and -(-K // 128) <= DEFER_MAX_KBLOCKS and (
+        options.get("scales_tma") or options.get("scale_index32") or not options.get("stream_k"))
 
 
 def tma_scale_options(options: dict, form: dict) -> dict:
