@@ -17,6 +17,7 @@ import torch
 
 import needs  # tests/hopper is on sys.path
 import sass
+from test_compile import assert_no_spills
 from tiles.backends.hopper import lower_fp8, runtime
 
 PP = dict(BN=256, schedule="pingpong")
@@ -33,8 +34,7 @@ def test_renders_and_compiles_with_the_store_under_the_first_burst(cfg, tmp_path
     k = _source(cfg, defer_store=True)
     assert k["name"].endswith("_ds") and k["source"].count("if (pending >= 0) {") == 2
     comp = runtime.compile_cuda(k["source"], name=k["name"] + ".cu", cache=False)
-    res = comp.resources.get(k["name"])
-    assert res and res["spill_stores"] == 0 and res["stack"] == 0, res
+    assert_no_spills(comp, k["name"], tmp_path)
     listing = sass.disassemble(comp.cubin, tmp_path)
     ops = [m.group(1) for m in re.finditer(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([\w.]+)", listing)]
     store = "STS" if CONFIGS[cfg].get("epilogue", "tma") == "tma" else "STG"
