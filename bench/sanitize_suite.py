@@ -3,8 +3,9 @@ compute-sanitizer (memcheck, racecheck, synccheck, initcheck) runs over.
 
     compute-sanitizer --tool memcheck --report-api-errors no python3 bench/sanitize_suite.py [--only attention]
 
-`--only fused` runs the backward through attention_bwd_fused (dQ added by the reducer warp's TMA
-reduces), D = 64 and 128, causal and not, with GQA and tails, then the split backward at the small
+`--only split` runs the forward with option split_tail (every program in parts, causal parts
+that see no key, and walks with whole tiles first). `--only fused` runs the backward through
+attention_bwd_fused (dQ added by the reducer warp's TMA reduces), D = 64 and 128, causal and not, with GQA and tails, then the split backward at the small
 shapes. `--only attention` runs the attention
 workloads alone, with one more whose grids hold more programs than the GPU has SMs, so that persistent CTAs walk
 several (the causal pairs, the turns that run on across programs, Q released in a program's last
@@ -27,8 +28,27 @@ be = backends.for_device(dev)
 torch.manual_seed(0)
 ran = []
 only = sys.argv[2] if sys.argv[1:2] == ["--only"] else None
-if only not in (None, "attention", "gemm_fp8", "fused"):
-    sys.exit(f"--only takes attention, gemm_fp8 or fused, got {only!r}")
+if only not in (None, "attention", "gemm_fp8", "fused", "split"):
+    sys.exit(f"--only takes attention, gemm_fp8, fused or split, got {only!r}")
+if only == "split":  # option split_tail (session 32): every program in parts, and a walk with whole tiles first
+    from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
+    from tiles.kernels import attention_fwd
+
+    for B, Sq, Sk, H, Hkv, D, causal, parts in ((1, 300, 333, 4, 2, 128, False, 3), (2, 2000, 2000, 8, 4, 128, False, True),
+                                                (1, 400, 400, 2, 1, 128, True, 3), (1, 500, 640, 3, 1, 64, False, 2),
+                                                (2, 2000, 2000, 8, 8, 64, False, True)):
+        q = torch.randn(B, Sq, H, D, device=dev, dtype=torch.bfloat16)
+        k = torch.randn(B, Sk, Hkv, D, device=dev, dtype=torch.bfloat16)
+        o, lse = torch.empty_like(q), torch.empty(B, H, Sq, device=dev)
+        opts = {"split_tail": parts, **({"window": False} if causal else {}), **({"peel": True} if D == 128 else {})}
+        cfg = W.config("attention_fwd", D=D, causal=causal, Sq=Sq)
+        go = W.prepare(attention_fwd, q, k, k, o, lse, D ** -0.5, causal=causal, D=D, options=opts, **cfg)
+        go()
+        assert go.split[1] > 1, go.split
+        ran.append(f"split{go.split}")
+    torch.cuda.synchronize()
+    print(f"sanitize_suite: ran attention_fwd split_tail {', '.join(ran)}")
+    sys.exit(0)
 if only == "fused":  # FUSED_OPTIONS=a,b turns those schedule options on for it
     from fused_options import use_fused
 

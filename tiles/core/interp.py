@@ -12,7 +12,7 @@ from typing import Callable
 
 import torch
 
-from . import ir
+from . import ir, split
 from .ir import Loop, Op, Tile, View, evaluate
 
 F32 = torch.float32
@@ -126,6 +126,12 @@ def _op_store(op, env):
     w = _window(view, row, col, src.shape, env["tensors"], env["sym"])
     if w is not None:
         t, idx, tidx = w
+        caught = env.get("caught")
+        if caught is not None and view.param.name in caught:  # a part's result, merged after all parts
+            if caught[view.param.name] is not None:
+                raise RuntimeError(f"{view.param.name} is stored twice in one program: its parts cannot be merged")
+            caught[view.param.name] = (t, idx, env["tiles"][src][tidx].to(F32))
+            return
         t[idx] = env["tiles"][src][tidx].to(t.dtype)
 
 
@@ -232,6 +238,8 @@ def _run_nodes(nodes, env):
         if isinstance(n, Loop):
             sym = env["sym"]
             start, stop = evaluate(n.start, sym), evaluate(n.stop, sym)
+            if n.pipelined and "part" in env:
+                start, stop = split.part_range(start, stop, *env["part"])
             for i in range(start, stop):
                 sym[n.index.name] = i
                 _run_nodes(n.body, env)
@@ -239,26 +247,63 @@ def _run_nodes(nodes, env):
             HANDLERS[n.name](n, env)
 
 
-def run(kernel: ir.Kernel, tensors: dict, sym: dict, device) -> None:
+def _program(kernel, tensors, sym, device, pid, part=None, caught=None):
+    env = {
+        "sym": dict(sym, pid0=pid[0], pid1=pid[1], pid2=pid[2]),
+        "tensors": tensors,
+        "device": device,
+        "inflight": {},
+        "tiles": {t: torch.full(t.shape, math.nan, dtype=t.dtype.torch, device=device)
+                  if t.dtype.torch.is_floating_point else torch.zeros(t.shape, dtype=t.dtype.torch, device=device)
+                  for t in kernel.tiles},
+    }
+    if part is not None:
+        env["part"], env["caught"] = part, caught
+    _run_nodes(kernel.body, env)
+    if env["inflight"]:
+        raise RuntimeError(f"{kernel.name}: load_async never waited on: {sorted(env['inflight'])}")
+
+
+def _split_program(kernel, merge, tensors, sym, device, pid, parts):
+    """One program run as `parts` parts of its pipelined loop, their stores into merge.out and
+    merge.lse merged by split.merge_lse: what a backend that splits the loop must agree with."""
+    got = []
+    for p in range(parts):
+        caught = {merge.out.name: None, merge.lse.name: None}
+        _program(kernel, tensors, sym, device, pid, (p, parts), caught)
+        got.append(caught)
+    if any((c[merge.out.name] is None) != (c[merge.lse.name] is None) for c in got):
+        raise RuntimeError(f"{kernel.name}: a part stored one of {merge.out.name}, {merge.lse.name} without the other")
+    if got[0][merge.out.name] is None:
+        return
+    (to, io, _), (tl, il, _) = got[0][merge.out.name], got[0][merge.lse.name]
+    outs = torch.stack([c[merge.out.name][2] for c in got])
+    lses = torch.stack([c[merge.lse.name][2] for c in got])
+    if lses.shape[1] != outs.shape[1]:
+        raise RuntimeError(f"{kernel.name}: {merge.lse.name} stores {lses.shape[1]} rows, {merge.out.name} {outs.shape[1]}")
+    out, lse = split.merge_lse(outs, lses)
+    to[io] = out.to(to.dtype)
+    tl[il] = lse.to(tl.dtype)
+
+
+def run(kernel: ir.Kernel, tensors: dict, sym: dict, device, parts: int = 1) -> None:
     """Run every program of the grid. `tensors` maps parameter names to torch tensors (written in
-    place by stores); `sym` holds the run-time scalars (dims, strides, float args)."""
+    place by stores); `sym` holds the run-time scalars (dims, strides, float args). parts > 1 runs
+    each program's pipelined loop in that many parts and merges them (the loop's merge= declaration)."""
     grid = [evaluate(g, sym) for g in kernel.grid]
     if any(g < 0 for g in grid):
         raise ValueError(f"{kernel.name}: negative grid {grid}")
+    loop = kernel.main_loop()
+    merge = loop.merge if loop is not None else None
+    if not isinstance(parts, int) or parts < 1:
+        raise ValueError(f"parts must be a positive int, got {parts!r}")
+    if parts > 1 and merge is None:
+        raise ValueError(f"parts={parts}: {kernel.name}'s pipelined loop declares no merge= (k.lse_merge)")
     for z in range(grid[2]):
         for y in range(grid[1]):
             for x in range(grid[0]):
-                env = {
-                    "sym": dict(sym, pid0=x, pid1=y, pid2=z),
-                    "tensors": tensors,
-                    "device": device,
-                    "inflight": {},
-                    "tiles": {t: torch.full(t.shape, math.nan, dtype=t.dtype.torch, device=device)
-                              if t.dtype.torch.is_floating_point else torch.zeros(t.shape, dtype=t.dtype.torch,
-                                                                                   device=device)
-                              for t in kernel.tiles},
-                }
-                _run_nodes(kernel.body, env)
-                if env["inflight"]:
-                    raise RuntimeError(f"{kernel.name}: load_async never waited on: {sorted(env['inflight'])}")
+                if parts > 1:
+                    _split_program(kernel, merge, tensors, sym, device, (x, y, z), parts)
+                else:
+                    _program(kernel, tensors, sym, device, (x, y, z))
 

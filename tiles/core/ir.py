@@ -284,6 +284,21 @@ class Op:
 
 
 @dataclass(eq=False)
+class LseMerge:
+    """A pipelined loop's permission to be cut into parts of its range (flash-decoding's split-KV):
+    run over a part, the stores after the loop write `out` normalized by that part's own softmax sum
+    and `lse` (f32) as its natural-log sum of exponentials, so the parts merge exactly as
+    out = sum_i exp(lse_i - lse) out_i with lse = log sum_i exp(lse_i). A part that sees no key
+    stores lse = +inf (no mass) and is left out of the merge. A backend may split or not."""
+
+    out: "Param"
+    lse: "Param"
+
+    def text(self) -> str:
+        return f"lse_merge({self.out.name}, {self.lse.name})"
+
+
+@dataclass(eq=False)
 class Loop:
     index: Sym
     start: Expr
@@ -291,6 +306,7 @@ class Loop:
     body: list
     pipelined: bool = False
     loc: Optional[Loc] = None
+    merge: Optional[LseMerge] = None  # pipelined loops only
 
 
 @dataclass(eq=False)
@@ -374,7 +390,8 @@ def format_kernel(k: Kernel) -> str:
         for n in nodes:
             if isinstance(n, Loop):
                 kw = "pipeline" if n.pipelined else "range"
-                lines.append(f"{pad}for {n.index.name} in {kw}({render(n.start)}, {render(n.stop)}):")
+                merge = f", merge={n.merge.text()}" if n.merge is not None else ""
+                lines.append(f"{pad}for {n.index.name} in {kw}({render(n.start)}, {render(n.stop)}{merge}):")
                 body(n.body, depth + 1)
             else:
                 lines.append(f"{pad}{format_op(n)}")

@@ -142,11 +142,11 @@ class Builder:
     max = staticmethod(ir.smax)
 
     # ---- loops
-    def _loop(self, start, stop, pipelined):
+    def _loop(self, start, stop, pipelined, merge=None):
         if stop is None:
             start, stop = 0, start
         idx = Sym(self._fresh("i" if not pipelined else "kb"), "loop")
-        loop = Loop(idx, as_expr(start), as_expr(stop), [], pipelined, _caller_loc())
+        loop = Loop(idx, as_expr(start), as_expr(stop), [], pipelined, _caller_loc(), merge)
         self.emit(loop)
         self.blocks.append(loop.body)
         try:
@@ -158,12 +158,28 @@ class Builder:
         """A sequential loop; the body is traced once."""
         return self._loop(start, stop, False)
 
-    def pipeline(self, start, stop=None):
-        """The kernel's main loop: the overlap pattern pipelines the load_asyncs in its body."""
+    def pipeline(self, start, stop=None, *, merge: Optional[ir.LseMerge] = None):
+        """The kernel's main loop: the overlap pattern pipelines the load_asyncs in its body.
+        merge=k.lse_merge(O, L) lets a backend cut the loop's range into parts whose results merge
+        by their log-sum-exp (see ir.LseMerge)."""
         if self._has_pipeline:
             fail("k.pipeline", "a kernel has at most one pipelined main loop")
+        if merge is not None and not isinstance(merge, ir.LseMerge):
+            fail("k.pipeline", f"merge= takes k.lse_merge(out, lse), got {type(merge).__name__}")
         self._has_pipeline = True
-        return self._loop(start, stop, True)
+        return self._loop(start, stop, True, merge)
+
+    def lse_merge(self, out: "GlobalArg", lse: "GlobalArg") -> ir.LseMerge:
+        """The pipelined loop's parts merge by log-sum-exp: `out` holds each part's output normalized
+        by its own sum, `lse` (f32, natural log) each part's log-sum-exp, one value per row of out."""
+        for name, a in (("out", out), ("lse", lse)):
+            if not isinstance(a, GlobalArg):
+                fail("k.lse_merge", f"{name} must be a tensor parameter, got {type(a).__name__}")
+        if out is lse:
+            fail("k.lse_merge", "out and lse must be different tensors")
+        if lse.dtype != f32:
+            fail("k.lse_merge", f"lse ({lse.param.name}) must be float32, got {lse.dtype.name}")
+        return ir.LseMerge(out.param, lse.param)
 
     def finish(self, name, params, scalars, constexprs, doc) -> ir.Kernel:
         if self._grid is None:

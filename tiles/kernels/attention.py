@@ -54,7 +54,9 @@ def attention_fwd(k, Q, K, V, O, L, scale, *, causal, D, BM=128, BN=128):
     zero(o)
     zero(l)
     fill(m, M_INIT)
-    for j in k.pipeline(_kv_blocks(k, row0, BM, BN, Sq, Sk, causal)):
+    # the key blocks may be cut into parts (the last wave of a persistent walk, short grids):
+    # each part's O, normalized by its own sum, and L merge by their log-sum-exp
+    for j in k.pipeline(_kv_blocks(k, row0, BM, BN, Sq, Sk, causal), merge=k.lse_merge(O, L)):
         wait(load_async(kt, K[b, :, hk, :], row=j * BN, col=0),
              load_async(vt, V[b, :, hk, :], row=j * BN, col=0))
         mma(s, q, kt, tb=True, accumulate=False)

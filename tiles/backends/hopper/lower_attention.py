@@ -72,10 +72,11 @@ accepts) and written with bounded stores from registers (rows past the tensor's 
 """
 from __future__ import annotations
 
+import ctypes
 import math
 from typing import Dict, List, Optional, Tuple
 
-from tiles.core import ir
+from tiles.core import ir, split
 from tiles.core.backend import LaunchCache, call_signature
 from tiles.core.lowering import Lowered, Lowering, LoweringError, header_files
 from tiles.core.patterns import Interleave, PingPong, ProducerConsumer
@@ -141,6 +142,7 @@ class WarpSpecializedLowering(Lowering):
 
     def __init__(self, kernel: ir.Kernel, arch: Optional[str] = None, **options):
         super().__init__(kernel, arch or ARCH)
+        self.split = None  # option split_tail's plan (plan_split)
         if self.arch != ARCH:
             raise LoweringError(f"hopper: wgmma and setmaxnreg need arch {ARCH!r}, got {self.arch!r}")
         self.options = options
@@ -208,7 +210,7 @@ class WarpSpecializedLowering(Lowering):
         known = {"stages", "consumers", "pingpong", "rotate", "hoist", "persistent", "order", "fold", "early_release",
                  "window", "continuous_turns", "uniform_warpgroup", "tree_max", "prefetch", "ds_stages",
                  "reducer", "whole_tile_stores", "peel", "wide_stores", "tma_store",
-                 "stmatrix", "vec_tma", "resident", "quad_sums"}
+                 "stmatrix", "vec_tma", "resident", "quad_sums", "split_tail"}
         unknown = set(self.options) - known
         if unknown:
             self._fail(f"unknown options {sorted(unknown)} (known: {sorted(known)})")
@@ -483,6 +485,79 @@ class WarpSpecializedLowering(Lowering):
                 out.append(self.expr(view.index[axis]))
         return out + ["0"] * (4 - len(out))
 
+    def bounds(self, n: ir.Loop) -> Tuple[str, str]:
+        """The C++ start and stop of a loop: the split walk narrows the pipelined loop to the unit's
+        part of its range (kb_begin, kb_end, set with the unit)."""
+        if self.split is not None and n is self.loop:
+            i = self.sym_name(n.index)
+            return f"{i}_begin", f"{i}_end"
+        return self.expr(n.start), self.expr(n.stop)
+
+    def plan_split(self) -> None:
+        """Option split_tail: the persistent walk's last partial wave in parts of the pipelined loop
+        (tiles/split.h). The loop must declare merge=k.lse_merge(out, lse); the stores of out and lse
+        are the top-level register stores after it, and go to the workspace for a part."""
+        self.split = None
+        if not self.options.get("split_tail", False):
+            return
+        k, merge = self.k, self.loop.merge
+        if merge is None:
+            self._fail("option split_tail: the pipelined loop declares no merge= (k.lse_merge(out, lse)), so "
+                       "its parts could not be combined")
+        if not self.persistent or self.window_bytes is not None or self.reducer:
+            self._fail("option split_tail cuts the plain persistent walk's units: not with persistent=False, "
+                       "a reducer warp, or the causal pairs' window walk (take window=False with it)")
+        if self.loop not in k.body:
+            self._fail("option split_tail: the pipelined loop must be a top-level statement")
+        after = k.body[k.body.index(self.loop) + 1:]
+        stores = {}
+        for P in (merge.out, merge.lse):
+            every = [n for n in k.walk() if isinstance(n, ir.Op) and n.name in ("store", "store_add")
+                     and n.ins[1].param is P]
+            if len(every) != 1 or every[0] not in after or every[0].name != "store":
+                self._fail(f"option split_tail: {P.name} must be stored once, after the pipelined loop, at top level")
+            if id(every[0]) in self.tma_stores:
+                self._fail(f"option split_tail: {P.name} is stored through TMA (option tma_store); a part's "
+                           "store goes to the workspace from registers")
+            stores[P.name] = every[0]
+        o, l = stores[merge.out.name], stores[merge.lse.name]
+        (ot, ov), (lt, lv) = o.ins, l.ins
+        if ot.kind != "reg" or ov.rank != 2 or ot.dtype.name != "f32" or ot in self.flipped:
+            self._fail(f"option split_tail: {merge.out.name} must be stored from an f32 register tile to a 2-D window")
+        if lt.kind != "vec" or lv.rank != 1 or lt in self.flipped:
+            self._fail(f"option split_tail: {merge.lse.name} must be stored from a row vector to a 1-D window")
+        if ot.cols % 64 or ot.rows != self.BM:
+            self._fail(f"option split_tail: the merge takes {self.BM}-row tiles of a multiple of 64 columns, "
+                       f"{ot.name} is {ot.rows}x{ot.cols}")
+        r, c = ov.kept
+        Pl = lv.param
+        self.split = dict(
+            stores={id(o): "out", id(l): "lse"}, cols=ot.cols, out=merge.out.name, lse=Pl.name,
+            row=self.expr(o.attrs["row"]), nrows=self.sym_name(merge.out.dims[r]),
+            col="" if self.expr(o.attrs["col"]) == "0" else f" + ({self.expr(o.attrs['col'])})",
+            ncols=self.sym_name(merge.out.dims[c]), out_ptr=self.view_ptr(ov), out_ld=self.sym_name(merge.out.strides[r]),
+            lse_ptr=self.view_ptr(lv), lse_ld=self.sym_name(Pl.strides[lv.kept[0]]))
+        if self.split["row"] != self.expr(l.attrs["row"]):
+            self._fail(f"option split_tail: {merge.out.name} and {merge.lse.name} must be stored at the same row")
+
+    def split_store(self, n: ir.Op, pad: str) -> List[str]:
+        """A store of the merge's out or lse: the whole tile's, or a part's into the workspace."""
+        BM, C = self.BM, self.split["cols"]
+        t = n.ins[0]
+        if self.split["stores"][id(n)] == "out":
+            part = (f"store(split_ws + (long long)(prog - split_whole) * {BM * C}, {C}LL, {BM}, {C}, {self.var(t)}, "
+                    "wg_row0, 0);")
+        else:
+            part = (f"store(split_ws + (long long)(programs - split_whole) * split_parts * {BM * C} + "
+                    f"(prog - split_whole) * {BM}, 1LL, {BM}, {self.var(t)}, wg_row0);")
+        what = ("its rows normalized by its own sums" if self.split["stores"][id(n)] == "out"
+                else "its rows' log-sum-exp")
+        return [f"{pad}if (part < 0) {{",
+                f"{pad}  {self.op_line(n)}",
+                f"{pad}}} else {{  // a part: {what}, into the workspace for the merge kernel",
+                f"{pad}  {part}",
+                f"{pad}}}"]
+
     def producer_load(self, o: ir.Op, bar: str) -> str:
         view, t = o.ins[0], o.outs[0]
         m = self.maps[(id(view.param), t.rows)]
@@ -497,7 +572,8 @@ class WarpSpecializedLowering(Lowering):
                 if not any(isinstance(x, ir.Op) and x.name == "load_async" for x in self.k.walk([n])):
                     continue
                 i = self.sym_name(n.index)
-                lines.append(f"{pad}for (int {i} = {self.expr(n.start)}; {i} < {self.expr(n.stop)}; ++{i}) {{")
+                start, stop = self.bounds(n)
+                lines.append(f"{pad}for (int {i} = {start}; {i} < {stop}; ++{i}) {{")
                 if n is self.loop:
                     loads = [x for x in n.body if isinstance(x, ir.Op) and x.name == "load_async"]
                     vecs = [x for x in n.body if isinstance(x, ir.Op) and id(x) in self.vec_tma]
@@ -809,6 +885,10 @@ class WarpSpecializedLowering(Lowering):
             if n.name == "store" and id(n) in self.tma_stores:
                 lines += self.store_tma(n, pending, pad)
                 continue
+            if n.name == "store" and self.split is not None and id(n) in self.split["stores"]:
+                self.wait_for(_tiles_of(n), pending, lines, pad)
+                lines += self.split_store(n, pad)
+                continue
             if n.name == "mma":
                 self.wait_for(_tiles_of(n), pending, lines, pad)
                 call, g = self.mma_line(n)
@@ -1007,7 +1087,7 @@ class WarpSpecializedLowering(Lowering):
                     out.append(f"{ip}dsb ^= 1;  // the next block writes the other copy of {', '.join(t.name for t in self.written)}")
             return out
 
-        stop = self.expr(n.stop)
+        start, stop = self.bounds(n)
         if main and self.early:  # the last iteration releases the early one-shot tiles
             lines.append(f"{pad}const int {self.sym_name(n.index)}_stop = {stop};")
             stop = self.loop_stop = f"{self.sym_name(n.index)}_stop"
@@ -1031,19 +1111,18 @@ class WarpSpecializedLowering(Lowering):
         elif main and self.pingpong:
             lines.append(f"{pad}if (cw == 1) arch::bar_sync(2, 256);  // warpgroup 0 takes the first turn")
         if main:
-            first = {n.index.name: f"({self.expr(n.start)})"}
+            first = {n.index.name: f"({start})"}
             for x in self.prefetch.values():  # the first iteration's copy
                 lines.append(f"{pad}{self.vec_load(x, self.var(x.outs[0]) + '_next', first)}"
                              "  // prefetched: the loop loads each next one")
-        start = self.expr(n.start)
         if peel:
             lines.append(f"{pad}if ({start} < {stop}) {{  // the first iteration, peeled: no deferred mma before it")
             lines.append(f"{pad}  const int {i} = {start};")
             lines += peeled
             lines.append(f"{pad}}}")
             e = ir.as_expr(n.start)
-            start = (str(e.value + 1) if isinstance(e, ir.Const) else f"{start} + 1" if isinstance(e, ir.Sym)
-                     else f"({start}) + 1")
+            start = (f"{start} + 1" if self.split is not None and main else str(e.value + 1) if isinstance(e, ir.Const)
+                     else f"{start} + 1" if isinstance(e, ir.Sym) else f"({start}) + 1")
         lines.append(f"{pad}for (int {i} = {start}; {i} < {stop}; ++{i}) {{")
         lines += text
         lines.append(f"{pad}}}")
@@ -1070,7 +1149,7 @@ class WarpSpecializedLowering(Lowering):
                 if id(o.outs[0]) in self.resident_only:
                     continue  # released when it was loaded into registers
                 if id(o.outs[0]) in self.early:
-                    lines.append(f"{pad}if ({self.loop_stop} <= {self.expr(self.loop.start)}) release(S.once_empty[{i}]);  "
+                    lines.append(f"{pad}if ({self.loop_stop} <= {self.bounds(self.loop)[0]}) release(S.once_empty[{i}]);  "
                                  f"// no iteration released {o.outs[0].name}")
                 else:
                     lines.append(f"{pad}release(S.once_empty[{i}]);  // {o.outs[0].name} is read no more this tile")
@@ -1374,6 +1453,7 @@ class WarpSpecializedLowering(Lowering):
         for tid in self.resident_only:  # released once in registers, before the loop
             self.early.pop(tid, None)
         self.plan_window()
+        self.plan_split()
         # PingPong with the rotation: the turns run on across the loop's runs and programs (the first is
         # handed to warpgroup 0 once, before the first program): warpgroup 0 starts its next program's
         # first mma while warpgroup 1 issues its last one and finishes, instead of after warpgroup 1's
@@ -1460,13 +1540,22 @@ class WarpSpecializedLowering(Lowering):
         for P in k.params:
             sig += [f"long long {self.sym_name(s)}" for s in P.strides]
         sig += [f"float {self.sym_name(s)}" for s in k.scalars]
+        if self.split is not None:  # the launcher's plan: whole programs, then parts (tiles/split.h)
+            sig += ["float* __restrict__ split_ws", "int split_whole", "int split_parts"]
+        split_bounds = []
+        if self.split is not None:
+            i = self.sym_name(self.loop.index)
+            split_bounds = [f"int {i}_begin = {self.expr(self.loop.start)}, {i}_end = {self.expr(self.loop.stop)};",
+                            f"if (part >= 0) split_range({i}_begin, {i}_end, part, split_parts);  "
+                            "// a part: its share of the key blocks"]
         BM = self.BM
         tags = [(f"wd{self.wide_stores}", self.wide_stores), ("ra", bool(self.resident)), ("pp", self.pingpong),
                 ("rot", self.deferred is not None), ("h", self.hoisted), ("np", not self.persistent), ("f", self.fold),
                 ("qs", bool(self.quad_sums)), ("w", self.window_bytes),
                 ("t", self.tree_max), ("pf", bool(self.prefetch)), ("d2", self.ds_stages == 2), ("r", self.reducer),
                 ("ws", self.options.get("whole_tile_stores", False)), ("pl", self.peel), ("ts", bool(self.tma_stores)),
-                ("nsm", not self.options.get("stmatrix", True)), ("vt", bool(self.vec_tma))]
+                ("nsm", not self.options.get("stmatrix", True)), ("vt", bool(self.vec_tma)),
+                ("st", self.split is not None)]
         name = "tiles_{}_hopper_{}_{}_s{}c{}{}".format(
             k.name, "_".join(f"{a}{int(v) if isinstance(v, bool) else v}" for a, v in k.constexprs.items()),
             k.params[0].dtype.name, self.stages, self.consumers, "".join(t for t, on in tags if on))
@@ -1481,6 +1570,7 @@ class WarpSpecializedLowering(Lowering):
                    order=self.order, reverse=self.reverse, window=self.window_bytes is not None,
                    window_bytes=self.window_bytes, window_mb=WINDOW_MB, window_note=self.window_note,
                    uniform_warpgroup=bool(self.options.get("uniform_warpgroup", True)),
+                   split=self.split, split_bounds=split_bounds,
                    transposed=", ".join(t.name for t in k.tiles if t.kind == "reg" and t in self.flipped),
                    col_vectors=", ".join(t.name for t in k.tiles if t.kind == "vec" and t in self.flipped))
         src = self.env.get_template("attention.cu.j2").render(**ctx)
@@ -1492,12 +1582,16 @@ class WarpSpecializedLowering(Lowering):
         for P in k.params:
             args += [("stride64", s) for s in P.strides]
         args += [("f32", s) for s in k.scalars]
+        if self.split is not None:
+            args += [("split_ws",), ("split_whole",), ("split_parts",)]
         return Lowered(kernel=k, backend="hopper", arch=self.arch, entry=name, source=src,
                        block=(128 * (1 + self.consumers), 1, 1), shared_bytes=self.smem_bytes, args=args,
                        headers=header_files(str(runtime.INCLUDE_DIR)),
                        notes={"grid": k.grid, "template_version": runtime.TEMPLATE_VERSION,
                               "persistent": self.persistent, "positive": self.positive,
-                              "consumers": self.consumers, "stages": self.stages})
+                              "consumers": self.consumers, "stages": self.stages,
+                              "split": None if self.split is None else {
+                                  "rows": self.BM, "cols": self.split["cols"], "merge": name + "_merge"}})
 
     # ------------------------------------------------------------------ launching
     @classmethod
@@ -1637,8 +1731,17 @@ class WarpSpecializedLowering(Lowering):
         grid = tuple(int(ir.evaluate(g, env)) for g in k.grid)
         if min(grid) <= 0:
             return None
+        programs = math.prod(grid)
         if low.notes["persistent"]:  # one CTA per SM walks the tiles (registers allow one per SM)
-            grid = (min(math.prod(grid), runtime.num_sms()), 1, 1)
+            grid = (min(programs, runtime.num_sms()), 1, 1)
+        sp = low.notes.get("split")
+        if sp is not None:  # option split_tail: the last partial wave walked in parts (tiles/split.h)
+            loop = k.main_loop()
+            at = dict(env, pid0=0, pid1=0, pid2=0)
+            trips = int(ir.evaluate(ir.as_expr(loop.stop), at)) - int(ir.evaluate(ir.as_expr(loop.start), at))
+            forced = (options or {}).get("split_tail")
+            whole, parts = split.plan(programs, runtime.num_sms(), trips, None if forced is True else forced)
+            ws_floats = (programs - whole) * parts * sp["rows"] * (sp["cols"] + 1)
         import torch
         kkey = (id(low), torch.cuda.current_device())
         kern = cls._kernel_cache.get(kkey)
@@ -1665,11 +1768,39 @@ class WarpSpecializedLowering(Lowering):
                 argv.append(runtime.arg_i64(env[a[1].name]))
             elif a[0] == "f32":
                 argv.append(runtime.arg_f32(env[a[1].name]))
-        def go():  # the caller's tensors stay the caller's: only per-call copies are held here
-            kern.launch(grid, low.block, argv, smem=low.shared_bytes)
-            return copies
+            elif a[0] == "split_ws":
+                ws_arg = len(argv)
+                argv.append(None)  # a fresh workspace each launch, from torch's allocator on this stream
+            elif a[0] == "split_whole":
+                argv.append(runtime.arg_i32(whole))
+            elif a[0] == "split_parts":
+                argv.append(runtime.arg_i32(parts))
+        if sp is None or whole == programs:
+            if sp is not None:  # nothing to split at this launch: the workspace is never read
+                argv[ws_arg] = ctypes.c_void_p(0)
 
+            def go():  # the caller's tensors stay the caller's: only per-call copies are held here
+                kern.launch(grid, low.block, argv, smem=low.shared_bytes)
+                return copies
+        else:
+            mkey = (id(low), torch.cuda.current_device(), "merge")
+            merge = cls._kernel_cache.get(mkey)
+            if merge is None:
+                comp = runtime.compile_cuda(low.source, name=low.entry + ".cu")
+                merge = cls._kernel_cache[mkey] = runtime.load(comp.cubin, sp["merge"])
+            device = tensors[k.params[0].name].device
+            merge_grid = ((programs - whole) * sp["rows"] // 4, 1, 1)
+
+            def go():
+                # the workspace is stream-ordered: the allocator hands it on only after the merge has run
+                ws = torch.empty(ws_floats, dtype=torch.float32, device=device)
+                call = list(argv)
+                call[ws_arg] = ctypes.c_void_p(ws.data_ptr())
+                kern.launch(grid, low.block, call, smem=low.shared_bytes)
+                merge.launch(merge_grid, (128, 1, 1), call)
+                return copies
         go.lowered, go.copies = low, copies
+        go.split = None if sp is None else (whole, parts)
         return go
 
     @classmethod

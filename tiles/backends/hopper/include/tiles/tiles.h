@@ -6,3 +6,4 @@
 #include "ops.h"
 #include "tma.h"
 #include "schedule.h"
+#include "split.h"

@@ -1,0 +1,155 @@
+"""Option split_tail of the warp-specialized attention lowering (tiles/split.h, core/split.py).
+
+On the CPU: the launcher's plan, the lowering's refusals, and the split forward compiles through
+NVRTC with its merge kernel beside it, without spills, the wgmmas not serialized. On an sm_90 GPU:
+whole tiles bitwise as without the option, split tiles by the TESTING.md rule against float64
+(short shapes, where every program is split), causal parts that see no key, GQA, tails, both head
+dims and dtypes, and bitwise repeatable."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+import needs  # tests/hopper is on sys.path
+from tiles.core import split
+from tiles.core.lowering import LoweringError
+
+
+def test_plan_standard_shapes():
+    # 2048 query tiles on 132 SMs (every H = 16 standard shape): 15 whole waves, 68 tiles in 3 parts
+    assert split.plan(2048, 132, 32) == (1980, 3)
+    # whole waves, one trip a program, or a forced single part: nothing split
+    assert split.plan(264, 132, 32) == (264, 1)
+    assert split.plan(2000, 132, 1) == (2000, 1)
+    assert split.plan(2048, 132, 32, parts=1) == (2048, 1)
+    # a short grid (fewer programs than SMs) is all tail: flash-decoding's split of the keys
+    assert split.plan(32, 132, 8) == (0, 4)
+    assert split.plan(2048, 132, 32, parts=5) == (1980, 5)
+    assert split.plan(2048, 132, 3, parts=5) == (1980, 3)  # at most one part a trip
+    for bad in (0, -1, 2.0, True):
+        with pytest.raises(ValueError, match="positive int"):
+            split.plan(2048, 132, 32, parts=bad)
+
+
+def _lower(D=128, causal=False, options=None, kernel="fwd"):
+    from test_attention_lower import _lower as lower
+    return lower(D=D, causal=causal, options=options, kernel=kernel, launched=True)
+
+
+def test_refusals():
+    with pytest.raises(LoweringError, match="declares no merge"):
+        _lower(kernel="dq", options={"split_tail": True})
+    with pytest.raises(LoweringError, match="through TMA"):
+        _lower(D=64, options={"split_tail": True, "tma_store": True})
+    with pytest.raises(LoweringError, match="plain persistent walk"):
+        _lower(options={"split_tail": True, "persistent": False})
+    with pytest.raises(LoweringError, match="window=False"):
+        _lower(causal=True, options={"split_tail": True})
+
+
+@pytest.mark.parametrize("D,causal", [(128, False), (128, True), (64, False)])
+def test_split_forward_compiles(D, causal, tmp_path):
+    runtime = needs.nvrtc()
+    from test_compile import assert_no_spills
+    from sass import disassemble
+    opts = {"peel": True} if D == 128 else {}
+    if causal:
+        opts["window"] = False  # the heavy-first walk: the pairs' walk has no units to cut
+    low = _lower(D=D, causal=causal, options={**opts, "split_tail": True})
+    assert low.notes["split"]["merge"] == low.entry + "_merge"
+    assert "split_range(kb_begin, kb_end, part, split_parts)" in low.source
+    assert "merge_parts<%d>" % D in low.source
+    c = runtime.compile_cuda(low.source, name=low.entry + ".cu", cache=False)
+    assert_no_spills(c, low.entry, tmp_path)
+    assert_no_spills(c, low.notes["split"]["merge"], tmp_path)
+    sass = disassemble(c.cubin, tmp_path)
+    assert "HGMMA" in sass and "USETMAXREG" in sass
+    # without the option: no workspace, no merge kernel
+    plain = _lower(D=D, causal=causal, options=opts or None)
+    assert "split_ws" not in plain.source and low.entry not in plain.source
+
+
+# ---------------------------------------------------------------------------------------- GPU
+
+def _run(q, k, v, causal, split_tail):
+    from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
+    from tiles.kernels import attention_fwd
+    B, Sq, H, D = q.shape
+    o = torch.empty_like(q)
+    lse = torch.empty(B, H, Sq, device=q.device)
+    opts = dict(W.schedule("attention_fwd", D, (q, k, v, o, lse), causal) or {})
+    opts.pop("tma_store", None)
+    opts["split_tail"] = split_tail
+    if causal:
+        opts["window"] = False
+    cfg = W.config("attention_fwd", D=D, causal=causal, Sq=Sq)
+    go = W.prepare(attention_fwd, q, k, v, o, lse, D ** -0.5, causal=causal, D=D, options=opts, **cfg)
+    go()
+    torch.cuda.synchronize()
+    return o, lse, go
+
+
+def _inputs(B, Sq, Sk, H, Hkv, D, dtype, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    return (torch.randn(B, Sq, H, D, device="cuda", generator=g).to(dtype),
+            torch.randn(B, Sk, Hkv, D, device="cuda", generator=g).to(dtype),
+            torch.randn(B, Sk, Hkv, D, device="cuda", generator=g).to(dtype))
+
+
+# short grids (fewer programs than SMs): every program is split, so the whole output comes through the
+# merge. (B, Sq, Sk, H, Hkv, D, causal, parts)
+SHORT = [
+    (1, 1000, 1000, 4, 2, 128, False, True),   # query tail, GQA, the plan's parts
+    (1, 300, 1333, 2, 1, 128, False, 5),       # Sk != Sq, a key tail, MQA
+    (2, 700, 700, 4, 2, 128, True, 3),         # causal: the first blocks' early parts see no key
+    (1, 190, 450, 2, 2, 128, True, 4),         # causal bottom-right, rows with no key at all
+    (1, 1000, 1000, 4, 4, 64, False, True),    # 192-row tiles in three warpgroups
+    (2, 500, 640, 3, 1, 64, True, 2),
+]
+
+
+@pytest.mark.parametrize("shape", SHORT, ids=lambda s: "x".join(map(str, s)))
+def test_split_short_grids_against_float64(shape):
+    needs.hopper_gpu()
+    import sys
+    import pathlib
+    sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "portability"))
+    from reference import check_attention_fwd
+    B, Sq, Sk, H, Hkv, D, causal, parts = shape
+    dtype = torch.float16 if D == 64 and causal else torch.bfloat16
+    q, k, v = _inputs(B, Sq, Sk, H, Hkv, D, dtype, sum(shape[:6]))
+    o, lse, go = _run(q, k, v, causal, parts)
+    whole, r = go.split
+    assert whole == 0 and r > 1, go.split  # every program in parts
+    check_attention_fwd(o, lse, q, k, v, causal, D ** -0.5)
+    o2, lse2, _ = _run(q, k, v, causal, parts)
+    assert torch.equal(o, o2) and torch.equal(lse, lse2), "the split forward is not bitwise repeatable"
+
+
+def test_split_standard_shape_whole_tiles_bitwise():
+    needs.hopper_gpu()
+    B, S, H, D = 4, 4096, 16, 128
+    q, k, v = _inputs(B, S, S, H, H, D, torch.bfloat16, 7)
+    o1, l1, g1 = _run(q, k, v, False, False)
+    o2, l2, g2 = _run(q, k, v, False, True)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    whole, parts = g2.split
+    assert whole == 2048 // sms * sms and parts > 1, g2.split
+    # the walk's tile order (non-causal: program 0 fastest, in reverse): which rows the split tiles hold
+    grid0 = S // 128
+    t = torch.arange(whole, 2048)
+    pid0, pid1, pid2 = grid0 - 1 - t % grid0, t // grid0 % H, t // grid0 // H
+    mask = torch.zeros(B, S, H, dtype=torch.bool)
+    for a, b, c in zip(pid0.tolist(), pid1.tolist(), pid2.tolist()):
+        mask[c, a * 128:(a + 1) * 128, b] = True
+    mask = mask.cuda()
+    assert torch.equal(o1[~mask], o2[~mask]), "a whole tile differs from the unsplit kernel's"
+    lmask = mask.permute(0, 2, 1)
+    assert torch.equal(l1[~lmask], l2[~lmask])
+    # split tiles: the same softmax, with P rounded to bf16 against each part's own maximum
+    d = (o1[mask].float() - o2[mask].float()).abs()
+    assert d.max().item() < 4e-3 and d.mean().item() < 1e-4, (d.max().item(), d.mean().item())
+    assert (l1[lmask] - l2[lmask]).abs().max().item() < 1e-4
+    assert not math.isnan(o2.float().sum().item())

@@ -1,0 +1,63 @@
+"""Cutting a pipelined loop's range into parts and merging their results (ir.LseMerge).
+
+The one rule every backend follows, so a part's key blocks are the same wherever it runs: part p of
+R covers [start + p·n // R, start + (p+1)·n // R) of a loop of n trips. merge_lse is the reference
+merge the interpreter runs and the device merges are tested against.
+"""
+import math
+
+
+def part_range(start: int, stop: int, part: int, parts: int):
+    """The trips [lo, hi) of `part` (0-based) of `parts`: contiguous, in order, sizes within one."""
+    if not 0 <= part < parts:
+        raise ValueError(f"part must be in [0, {parts}), got {part}")
+    n = max(stop - start, 0)
+    return start + part * n // parts, start + (part + 1) * n // parts
+
+
+def merge_lse(outs, lses):
+    """Merge R parts: outs (R, rows, ...) each normalized by its own sum, lses (R, rows) natural-log
+    sums of exponentials (+inf: the part saw no key). Returns (out, lse) in float32: the weighted
+    sum out = Σ exp(lse_i − lse) out_i and lse = log Σ exp(lse_i); a row no part saw gives out = 0
+    and lse = +inf, the convention of a whole row that sees no key."""
+    import torch
+    outs, lses = outs.float(), lses.float()
+    live = lses != math.inf
+    masked = torch.where(live, lses, torch.full_like(lses, -math.inf))
+    top = masked.amax(0)
+    safe = torch.where(torch.isfinite(top), top, torch.zeros_like(top))
+    w = torch.where(live, torch.exp(masked - safe), torch.zeros_like(masked))
+    total = w.sum(0)
+    c = torch.where(total > 0, w / total.clamp_min(torch.finfo(torch.float32).tiny), torch.zeros_like(w))
+    c = c.reshape(c.shape + (1,) * (outs.dim() - lses.dim()))
+    out = (c * outs).sum(0)
+    lse = torch.where(total > 0, safe + torch.log(total.clamp_min(torch.finfo(torch.float32).tiny)),
+                      torch.full_like(total, math.inf))
+    return out, lse
+
+
+def plan(programs: int, workers: int, trips: int, parts=None, overhead: float = 2.0, max_parts: int = 8):
+    """(whole, parts) for a persistent walk of `programs` programs of `trips` loop trips each on
+    `workers` CTAs: the first `whole` run whole, each later one as `parts` parts. The tail is the
+    partial last wave; cutting it into R parts makes its ceil(tail·R / workers) rounds each R times
+    shorter, plus `overhead` trips a unit (its prologue and epilogue). The smallest R within 3 % of
+    the cheapest is taken: every part is one more workspace tile to merge. parts=R forces R (the
+    benchmarks' variants); no tail, or R = 1 best, gives whole = programs (nothing split)."""
+    if programs <= 0 or workers <= 0:
+        raise ValueError(f"programs and workers must be positive, got {programs}, {workers}")
+    whole = programs // workers * workers
+    tail = programs - whole
+    if tail == 0 or trips < 2:
+        return programs, 1
+    if parts is not None:
+        if not isinstance(parts, int) or isinstance(parts, bool) or parts < 1:
+            raise ValueError(f"split_tail: parts must be a positive int, got {parts!r}")
+        r = min(parts, trips)
+        return (programs, 1) if r == 1 else (whole, r)
+
+    def cost(r):
+        return -(-tail * r // workers) * (trips / r + overhead)
+    costs = {r: cost(r) for r in range(1, min(max_parts, trips) + 1)}
+    best = min(costs.values())
+    r = min(x for x, c in costs.items() if c <= best * 1.03)
+    return (programs, 1) if r == 1 else (whole, r)
