@@ -34,9 +34,10 @@ if only == "split":  # option split_tail (session 32): every program in parts, a
     from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
     from tiles.kernels import attention_fwd
 
-    for B, Sq, Sk, H, Hkv, D, causal, parts in ((1, 300, 333, 4, 2, 128, False, 3), (2, 2000, 2000, 8, 4, 128, False, True),
+    # (2, 2000, 2000, 8, ...): 256 programs at D = 128 (176 at 64), so 132 whole tiles come first
+    for B, Sq, Sk, H, Hkv, D, causal, parts in ((1, 300, 333, 4, 2, 128, False, 3), (2, 2000, 2000, 8, 4, 128, False, 3),
                                                 (1, 400, 400, 2, 1, 128, True, 3), (1, 500, 640, 3, 1, 64, False, 2),
-                                                (2, 2000, 2000, 8, 8, 64, False, True)):
+                                                (2, 2000, 2000, 8, 8, 64, False, 4)):
         q = torch.randn(B, Sq, H, D, device=dev, dtype=torch.bfloat16)
         k = torch.randn(B, Sk, Hkv, D, device=dev, dtype=torch.bfloat16)
         o, lse = torch.empty_like(q), torch.empty(B, H, Sq, device=dev)

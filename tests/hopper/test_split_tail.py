@@ -33,6 +33,20 @@ def test_plan_standard_shapes():
             split.plan(2048, 132, 32, parts=bad)
 
 
+def test_schedule_splits_long_non_causal_forwards():
+    from tiles.backends.hopper.lower_attention import SPLIT_TAIL_KEYS, WarpSpecializedLowering as W
+
+    def opts(D, Sk, causal=False):
+        q = torch.empty(1, 2048, 1, D, dtype=torch.bfloat16)
+        k = torch.empty(1, Sk, 1, D, dtype=torch.bfloat16)
+        return W.schedule("attention_fwd", D, (q, k, k, q, torch.empty(1, 1, 2048)), causal) or {}
+    for D, keys in SPLIT_TAIL_KEYS.items():
+        assert opts(D, keys).get("split_tail") is True
+        assert "split_tail" not in opts(D, keys - 128)
+        assert "split_tail" not in opts(D, keys, causal=True)  # the pairs' walk is not cut
+    assert "split_tail" not in (W.schedule("attention_bwd_dq", 128, (), False) or {})
+
+
 def _lower(D=128, causal=False, options=None, kernel="fwd"):
     from test_attention_lower import _lower as lower
     return lower(D=D, causal=causal, options=options, kernel=kernel, launched=True)

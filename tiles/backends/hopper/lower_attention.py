@@ -97,6 +97,13 @@ RESERVED = {"S", "pos", "cw", "wg_row0", "held", "pid0", "pid1", "pid2", "smem_r
             "signed", "unsigned", "void", "bool", "true", "false", "enum", "extern", "inline", "sizeof", "asm"}
 CMP = {"==", "!=", "<", "<=", ">", ">="}
 WINDOW_MB = 16  # L2 a window of heads may fill (the H200 has 50 MB, in two halves; others' data shares it)
+# The forward's last partial wave in key parts (option split_tail, tiles/split.h) from these key
+# lengths, by head dim. The suite's timing on the H200, over the launched forward (session 32,
+# bench/attention_split_tail.py): D = 128 0.963 / 1.009 / 1.020 / 1.027 at S = 1k / 4k / 8k / 16k,
+# D = 64 0.925 / 0.996 / 1.034 / 1.035. Below, the merge kernel (~6 us) and the parts' own
+# prologues cost more than the tail's idle SMs. Causal grids walk in pairs (plan_window), which the
+# split does not cut: the heavy-first walk it needs ran 0.90-0.92x at D = 128.
+SPLIT_TAIL_KEYS = {128: 4096, 64: 8192}
 
 
 def _tma_ready(t) -> bool:
@@ -1731,14 +1738,16 @@ class WarpSpecializedLowering(Lowering):
         grid = tuple(int(ir.evaluate(g, env)) for g in k.grid)
         if min(grid) <= 0:
             return None
-        programs = math.prod(grid)
+        programs, grid0 = math.prod(grid), grid[0]
         if low.notes["persistent"]:  # one CTA per SM walks the tiles (registers allow one per SM)
             grid = (min(programs, runtime.num_sms()), 1, 1)
         sp = low.notes.get("split")
         if sp is not None:  # option split_tail: the last partial wave walked in parts (tiles/split.h)
             loop = k.main_loop()
-            at = dict(env, pid0=0, pid1=0, pid2=0)
-            trips = int(ir.evaluate(ir.as_expr(loop.stop), at)) - int(ir.evaluate(ir.as_expr(loop.start), at))
+            trips = 0  # the heaviest program's (a causal loop's count runs with program 0; both ends)
+            for p0 in (0, grid0 - 1):
+                at = dict(env, pid0=p0, pid1=0, pid2=0)
+                trips = max(trips, int(ir.evaluate(ir.as_expr(loop.stop), at)) - int(ir.evaluate(ir.as_expr(loop.start), at)))
             forced = (options or {}).get("split_tail")
             whole, parts = split.plan(programs, runtime.num_sms(), trips, None if forced is True else forced)
             ws_floats = (programs - whole) * parts * sp["rows"] * (sp["cols"] + 1)
@@ -1848,6 +1857,9 @@ class WarpSpecializedLowering(Lowering):
         if opts.get("tma_store") and not all(_tma_ready(t) for t in tensors if isinstance(t, torch.Tensor)
                                              and t.element_size() == 2):
             del opts["tma_store"]  # stored from registers, which takes any strides
+        Sk = tensors[1].shape[1] if len(tensors) > 1 and isinstance(tensors[1], torch.Tensor) else 0
+        if kernel == "attention_fwd" and not causal and "tma_store" not in opts and Sk >= SPLIT_TAIL_KEYS.get(D, math.inf):
+            opts["split_tail"] = True
         return opts or None
 
     @classmethod
