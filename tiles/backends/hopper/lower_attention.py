@@ -1751,6 +1751,12 @@ class WarpSpecializedLowering(Lowering):
             forced = (options or {}).get("split_tail")
             whole, parts = split.plan(programs, runtime.num_sms(), trips, None if forced is True else forced)
             ws_floats = (programs - whole) * parts * sp["rows"] * (sp["cols"] + 1)
+            if whole == programs:  # nothing to split at this launch: the kernel without the option
+                plain = {**(options or {}), "split_tail": False}
+                low = cls._lowering(k, plain)
+                if not cls.folds_hold(low, bound):
+                    low = cls._lowering(k, {**plain, "fold": False})
+                sp = None
         import torch
         kkey = (id(low), torch.cuda.current_device())
         kern = cls._kernel_cache.get(kkey)
@@ -1784,10 +1790,7 @@ class WarpSpecializedLowering(Lowering):
                 argv.append(runtime.arg_i32(whole))
             elif a[0] == "split_parts":
                 argv.append(runtime.arg_i32(parts))
-        if sp is None or whole == programs:
-            if sp is not None:  # nothing to split at this launch: the workspace is never read
-                argv[ws_arg] = ctypes.c_void_p(0)
-
+        if sp is None:
             def go():  # the caller's tensors stay the caller's: only per-call copies are held here
                 kern.launch(grid, low.block, argv, smem=low.shared_bytes)
                 return copies
