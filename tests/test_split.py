@@ -7,7 +7,6 @@ import pytest
 import torch
 
 from tiles.core import interp, split
-from tiles.core.lang import fail  # noqa: F401  (the error path the declaration uses)
 from tiles.kernels import attention_fwd
 
 
