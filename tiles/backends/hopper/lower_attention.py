@@ -1763,6 +1763,8 @@ class WarpSpecializedLowering(Lowering):
         if kern is None:  # compile (disk-cached) and load once per lowering and device
             comp = runtime.compile_cuda(low.source, name=low.entry + ".cu")
             kern = cls._kernel_cache[kkey] = runtime.load(comp.cubin, low.entry)
+            if sp is not None:  # the split's merge kernel lives in the same translation unit
+                cls._kernel_cache[kkey + ("merge",)] = runtime.load(comp.cubin, sp["merge"])
         argv = []
         for a in low.args:
             if a[0] == "tma":
@@ -1795,11 +1797,7 @@ class WarpSpecializedLowering(Lowering):
                 kern.launch(grid, low.block, argv, smem=low.shared_bytes)
                 return copies
         else:
-            mkey = (id(low), torch.cuda.current_device(), "merge")
-            merge = cls._kernel_cache.get(mkey)
-            if merge is None:
-                comp = runtime.compile_cuda(low.source, name=low.entry + ".cu")
-                merge = cls._kernel_cache[mkey] = runtime.load(comp.cubin, sp["merge"])
+            merge = cls._kernel_cache[kkey + ("merge",)]
             device = tensors[k.params[0].name].device
             merge_grid = ((programs - whole) * sp["rows"] // 4, 1, 1)
 
