@@ -67,6 +67,36 @@ def edit(src: str) -> str:
     return src
 
 
+def no_ostore(src: str) -> str:
+    """A bound (wrong output): the tile's O store left out, the LSE's kept."""
+    n = src.count("store(O + pid2 * O_stride0")
+    assert n == 1, n
+    return src.replace("store(O + pid2 * O_stride0", "if (O_shape3 < 0) store(O + pid2 * O_stride0")
+
+
+def o_l2(src: str) -> str:
+    """A bound (wrong output): every tile of a CTA stores its O over the same rows (the CTA's own),
+    so the stores stay in L2 and never wait for memory."""
+    old = "store(O + pid2 * O_stride0 + pid1 * O_stride2, O_stride1, O_shape1, O_shape3, o, pid0 * 128 + wg_row0, 0);"
+    assert src.count(old) == 1
+    return src.replace(old, "store(O + (blockIdx.x / grid0) * O_stride2, O_stride1, O_shape1, O_shape3, o, "
+                            "(blockIdx.x % grid0) * 128 + wg_row0, 0);")
+
+
+def stagger(src: str) -> str:
+    """Odd CTAs walk their units last first (split parts first): the CTAs' tile ends no longer fall
+    at the same moment on every SM. The producer and the consumers walk the same order."""
+    old = "for (int prog = blockIdx.x, it = 0; prog < units; prog += gridDim.x, ++it) {"
+    assert src.count(old) == 2
+    new = ("for (int it = 0, n_it = (units - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x; it < n_it; ++it) {\n"
+           "        const int prog = blockIdx.x + ((blockIdx.x & 1) ? n_it - 1 - it : it) * gridDim.x;")
+    return src.replace(old, new)
+
+
+VARIANTS = {"launched": lambda s: s, "no_ostore": no_ostore, "o_l2": o_l2, "stagger": stagger,
+            "stagger_no_ostore": lambda s: stagger(no_ostore(s))}
+
+
 def check():
     import pathlib
     import tempfile
@@ -77,23 +107,27 @@ def check():
     for extra in ({}, {"split_tail": True}):
         opts = {**(W.SCHEDULES.get(("attention_fwd", 128)) or {}), **extra}
         low = _lower(D=128, causal=False, launched=True, options=opts)
-        c = runtime.compile_cuda(edit(low.source), name=low.entry + "_tl.cu", cache=False)
-        with tempfile.TemporaryDirectory() as d:
-            assert_no_spills(c, low.entry, pathlib.Path(d))
-        print(extra, "compiled:", c.resources.get(low.entry), flush=True)
+        for name, fn in VARIANTS.items():
+            if name.startswith("stagger") and not extra:
+                continue
+            c = runtime.compile_cuda(edit(fn(low.source)), name=f"{low.entry}_{name}_tl.cu", cache=False)
+            with tempfile.TemporaryDirectory() as d:
+                assert_no_spills(c, low.entry, pathlib.Path(d))
+            print(extra, name, "compiled:", c.resources.get(low.entry), flush=True)
 
 
-def prepare(W, attention_fwd, q, k, v, o, lse, instrumented, extra):
+def prepare(W, attention_fwd, q, k, v, o, lse, instrumented, extra, variant="launched"):
     import torch
     D, S = q.shape[-1], q.shape[1]
     opts = {**(W.schedule("attention_fwd", D, (q, k, v, o, lse, D ** -0.5)) or {}), **extra}
     opts = {n: x for n, x in opts.items() if x is not None}
     cfg = W.config("attention_fwd", D=D, causal=False, Sq=S)
     base = W.prepare(attention_fwd, q, k, v, o, lse, D ** -0.5, causal=False, D=D, options=opts, **cfg)
-    if not instrumented:
+    if not instrumented and variant == "launched":
         return base, None
-    low = dataclasses.replace(base.lowered, source=edit(base.lowered.source))
-    key_opts = {**opts, "bound": "timeline"}
+    src = VARIANTS[variant](base.lowered.source)
+    low = dataclasses.replace(base.lowered, source=edit(src) if instrumented else src)
+    key_opts = {**opts, "bound": f"timeline_{variant}_{int(instrumented)}"}
     kid = next(key[0] for key, lw in W._lowered_cache.items() if lw is base.lowered)
     W._lowered_cache[(kid, tuple(sorted(key_opts.items())))] = low
     go = W.prepare(attention_fwd, q, k, v, o, lse, D ** -0.5, causal=False, D=D, options=key_opts, **cfg)
@@ -158,47 +192,64 @@ def main():
     D, H = 128, 16
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     assert sms == CTAS, sms
-    for S, extra in ((4096, {}), (4096, {"split_tail": False}), (16384, {})):
+    for S in (4096, 8192):
         B = 16384 // S
         sets = []
         for i in range(3):
             g = torch.Generator(device="cuda").manual_seed(i)
             q, k, v = (torch.randn(B, S, H, D, device="cuda", generator=g).bfloat16() for _ in range(3))
             sets.append((q, k, v, torch.empty_like(q), torch.empty(B, H, S, device="cuda")))
-        base = [prepare(W, attention_fwd, *x, False, extra)[0] for x in sets]
-        inst = [prepare(W, attention_fwd, *x, True, extra) for x in sets]
-        kern = inst[0][1]
-        fns = {"launched": lambda i: base[i % 3](), "instrumented": lambda i: inst[i % 3][0]()}
-        base[0]()
-        torch.cuda.synchronize()
-        ref = (sets[0][3].clone(), sets[0][4].clone())
-        sets[0][3].zero_()
-        zero(kern)
-        inst[0][0]()
-        torch.cuda.synchronize()
-        same = torch.equal(ref[0], sets[0][3]) and torch.equal(ref[1], sets[0][4])
-        buf = read(kern)
-        ms = ht.timed(fns, rounds=7)
-        # clocks per ns from the instrumented run: the walk's span on the slowest CTA against its time
-        span = max(int(buf[c, :, 1:, :].max()) - int(buf[c, 0, 1:, 0][buf[c, 0, 1:, 0] > 0].min()) for c in range(CTAS))
-        ns_per_cycle = ms["instrumented"] * 1e6 / span
+        plain = {n: [prepare(W, attention_fwd, *x, False, {}, n)[0] for x in sets] for n in VARIANTS}
+        inst = {n: prepare(W, attention_fwd, *sets[0], True, {}, n) for n in VARIANTS}
         programs = B * H * S // 128
-        whole, parts = getattr(base[0], "split", None) or (programs, 1)
+        whole, parts = getattr(plain["launched"][0], "split", None) or (programs, 1)
         units = whole + (programs - whole) * parts
         nk = S // 128
+        ref = None
+        for n in VARIANTS:
+            for go in (plain[n][0], inst[n][0]):
+                sets[0][3].zero_(), sets[0][4].zero_()
+                go()
+                torch.cuda.synchronize()
+                got = (sets[0][3].clone(), sets[0][4].clone())
+                if ref is None:
+                    ref = got
+                elif "no_ostore" not in n and n != "o_l2" and not (torch.equal(ref[0], got[0]) and torch.equal(ref[1], got[1])):
+                    print(f"S={S} {n}: NOT bitwise equal to launched", flush=True)
+        qt = [tuple(t.transpose(1, 2) for t in x[:3]) for x in sets]
 
-        def blocks_of(c, it):
-            u = c + it * CTAS
-            if u >= units:
-                return None
-            if u < whole:
-                return nk
-            p = (u - whole) % parts
-            return (p + 1) * nk // parts - p * nk // parts
-        print(f"S={S} B={B} {extra or 'launched options'} (whole {whole}, parts {parts}): bitwise {same}; "
-              f"launched {ms['launched']:.4f} ms, instrumented {ms['instrumented']:.4f} ms "
-              f"({ms['launched'] / ms['instrumented']:.3f}); {1 / ns_per_cycle:.2f} GHz", flush=True)
-        analyse(buf, blocks_of, f"S={S}", ns_per_cycle)
+        def cudnn(i):
+            with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.CUDNN_ATTENTION):
+                torch.nn.functional.scaled_dot_product_attention(*qt[i % 3])
+        fns = {n: (lambda i, g=g: g[i % 3]()) for n, g in plain.items()}
+        fns["instrumented"] = lambda i: inst["launched"][0]()
+        fns["sdpa_cudnn"] = cudnn
+        flops = 4 * B * H * S * S * D
+        for label, ms in (("back to back", ht.timed(fns, rounds=7)), ("suite timing", ht.suite_timed(fns, 3))):
+            print(f"S={S} B={B} (whole {whole}, parts {parts}) {label}:", " ".join(
+                f"{n}={flops / (t * 1e-3) / 1e12:.0f}({ms['launched'] / t:.3f})" for n, t in ms.items()), flush=True)
+        for n, (go, kern) in inst.items():
+            zero(kern)
+            st, en = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            st.record()
+            go()
+            en.record()
+            torch.cuda.synchronize()
+            buf = read(kern)
+            span = max(int(buf[c, :, 1:, :].max()) - int(buf[c, 0, 1:, 0][buf[c, 0, 1:, 0] > 0].min()) for c in range(CTAS))
+            ns_per_cycle = st.elapsed_time(en) * 1e6 / span
+            rev = n.startswith("stagger")
+
+            def blocks_of(c, it, rev=rev):
+                n_it = (units - c + CTAS - 1) // CTAS
+                if it >= n_it:
+                    return None
+                u = c + ((n_it - 1 - it) if rev and c % 2 else it) * CTAS
+                if u < whole:
+                    return nk
+                p = (u - whole) % parts
+                return (p + 1) * nk // parts - p * nk // parts
+            analyse(buf, blocks_of, f"S={S} {n}", ns_per_cycle)
 
 
 if __name__ == "__main__":
