@@ -13,7 +13,6 @@ last tile ends with the launched turn. The output must be the launched kernel's 
 `check` (CPU) compiles the edit through NVRTC and asserts no spill. On the GPU: bitwise against
 launched, then the suite's timing and back to back, beside cuDNN, at S = 4k / 8k / 16k (H = 16).
 """
-import dataclasses
 import sys
 
 import attention_split as split
@@ -137,11 +136,7 @@ def main():
     D, H = 128, 16
     for S in (4096, 8192, 16384):
         B = 16384 // S
-        sets = []
-        for i in range(3):
-            g = torch.Generator(device="cuda").manual_seed(i)
-            q, k, v = (torch.randn(B, S, H, D, device="cuda", generator=g).bfloat16() for _ in range(3))
-            sets.append((q, k, v, torch.empty_like(q), torch.empty(B, H, S, device="cuda")))
+        sets = split.input_sets(B, S, H, D)
         fns = {}
         for name in ("launched", *VARIANTS):
             gos = [split.launcher(W, attention_fwd, *x, variant=None if name == "launched" else name, variants=VARIANTS)
@@ -159,12 +154,7 @@ def main():
                 same = torch.equal(got[0], ref[0]) and torch.equal(got[1], ref[1])
                 print(f"S={S} {name}: bitwise {same}, max |dO| {(got[0].float() - ref[0].float()).abs().max().item():.3g} "
                       f"|dLSE| {(got[1] - ref[1]).abs().max().item():.3g}", flush=True)
-        qt = [tuple(t.transpose(1, 2) for t in x[:3]) for x in sets]
-
-        def cudnn(i):
-            with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.CUDNN_ATTENTION):
-                torch.nn.functional.scaled_dot_product_attention(*qt[i % 3])
-        fns["sdpa_cudnn"] = cudnn
+        fns["sdpa_cudnn"] = split.cudnn_fn(sets)
         flops = 4 * B * H * S * S * D
         for label, ms in (("back to back", ht.timed(fns, rounds=9)), ("suite timing", ht.suite_timed(fns, 3))):
             print(f"D={D} S={S} B={B} {label}:", " ".join(

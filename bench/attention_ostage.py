@@ -149,11 +149,7 @@ def main():
     for S in (4096, 8192, 16384):
         B = 16384 // S
         o = torch.empty(B, S, H, D, device="cuda", dtype=torch.bfloat16)
-        sets = []
-        for i in range(3):
-            g = torch.Generator(device="cuda").manual_seed(i)
-            q, k, v = (torch.randn(B, S, H, D, device="cuda", generator=g).bfloat16() for _ in range(3))
-            sets.append((q, k, v, o, torch.empty(B, H, S, device="cuda")))
+        sets = split.input_sets(B, S, H, D, o=o)
         plain = {n: [prepare(W, attention_fwd, *x, n, False)[0] for x in sets] for n in names}
         inst = {n: prepare(W, attention_fwd, *sets[0], n, True) for n in names}
         ref = None
@@ -169,13 +165,8 @@ def main():
                     print(f"S={S} {n}: NOT bitwise equal to launched: max |dO| "
                           f"{(got[0].float() - ref[0].float()).abs().max().item():.3g}", flush=True)
         print(f"S={S}: outputs checked", flush=True)
-        qt = [tuple(t.transpose(1, 2) for t in x[:3]) for x in sets]
-
-        def cudnn(i):
-            with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.CUDNN_ATTENTION):
-                torch.nn.functional.scaled_dot_product_attention(*qt[i % 3])
         fns = {n: (lambda i, g=g: g[i % 3]()) for n, g in plain.items()}
-        fns["sdpa_cudnn"] = cudnn
+        fns["sdpa_cudnn"] = split.cudnn_fn(sets)
         flops = 4 * B * H * S * S * D
         for label, ms in (("back to back", ht.timed(fns, rounds=7)), ("suite timing", ht.suite_timed(fns, 3))):
             print(f"S={S} B={B} {label}:", " ".join(
@@ -196,15 +187,7 @@ def main():
             p = (u - whole) % parts
             return (p + 1) * nk // parts - p * nk // parts
         for n, (go, kern) in inst.items():
-            tl.zero(kern)
-            st, en = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            st.record()
-            go()
-            en.record()
-            torch.cuda.synchronize()
-            buf = tl.read(kern)
-            span = max(int(buf[c, :, 1:, :].max()) - int(buf[c, 0, 1:, 0][buf[c, 0, 1:, 0] > 0].min()) for c in range(tl.CTAS))
-            tl.analyse(buf, blocks_of, f"S={S} {n}", st.elapsed_time(en) * 1e6 / span)
+            tl.analyse(*tl.record(go, kern), blocks_of, f"S={S} {n}")
 
 
 if __name__ == "__main__":

@@ -173,6 +173,29 @@ def launcher(W, attention_fwd, q, k, v, o, lse, variant=None, variants=VARIANTS)
     return W.prepare(attention_fwd, q, k, v, o, lse, D ** -0.5, causal=False, D=D, options=key_opts, **cfg)
 
 
+def input_sets(B, S, H, D, n=3, o=None):
+    """n sets of fresh random (q, k, v, o, lse) at B x S x H x D (bf16; lse fp32); `o`: one output
+    tensor shared by every set."""
+    import torch
+    sets = []
+    for i in range(n):
+        g = torch.Generator(device="cuda").manual_seed(i)
+        q, k, v = (torch.randn(B, S, H, D, device="cuda", generator=g).bfloat16() for _ in range(3))
+        sets.append((q, k, v, torch.empty_like(q) if o is None else o, torch.empty(B, H, S, device="cuda")))
+    return sets
+
+
+def cudnn_fn(sets):
+    """fn(i): SDPA's cuDNN backend on set i % len(sets)."""
+    import torch
+    qt = [tuple(t.transpose(1, 2) for t in x[:3]) for x in sets]
+
+    def cudnn(i):
+        with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.CUDNN_ATTENTION):
+            torch.nn.functional.scaled_dot_product_attention(*qt[i % len(qt)])
+    return cudnn
+
+
 def main(variants=VARIANTS, exact=True):
     """Each variant beside the launched kernel and cuDNN; `exact`: its output must be the launched
     one's to the bit (else the largest differences are printed)."""
@@ -183,11 +206,7 @@ def main(variants=VARIANTS, exact=True):
     D, H = 128, 16
     for S in (1024, 4096, 16384):
         B = 16384 // S
-        sets = []
-        for i in range(3):
-            g = torch.Generator(device="cuda").manual_seed(i)
-            q, k, v = (torch.randn(B, S, H, D, device="cuda", generator=g).bfloat16() for _ in range(3))
-            sets.append((q, k, v, torch.empty_like(q), torch.empty(B, H, S, device="cuda")))
+        sets = input_sets(B, S, H, D)
         fns = {}
         for name in ("launched", *variants):
             gos = [launcher(W, attention_fwd, *x, variant=None if name == "launched" else name, variants=variants)
@@ -206,12 +225,7 @@ def main(variants=VARIANTS, exact=True):
                 print(f"S={S} {name}: {'differs from' if exact else 'against'} launched: max |dO| "
                       f"{(got[0].float() - ref[0].float()).abs().max().item():.3g}, max |dLSE| "
                       f"{(got[1] - ref[1]).abs().max().item():.3g}", flush=True)
-        qt = [tuple(t.transpose(1, 2) for t in x[:3]) for x in sets]
-
-        def cudnn(i):
-            with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.CUDNN_ATTENTION):
-                torch.nn.functional.scaled_dot_product_attention(*qt[i % 3])
-        fns["sdpa_cudnn"] = cudnn
+        fns["sdpa_cudnn"] = cudnn_fn(sets)
         ms = ht.timed(fns, rounds=9)
         flops = 4 * B * H * S * S * D
         print(f"D={D} S={S} B={B}", " ".join(f"{n}={flops / (t * 1e-3) / 1e12:.0f}({ms['launched'] / t:.3f})"

@@ -15,7 +15,6 @@ units of that block time, with the phases that make it up.
 kernel is timed beside the launched one (the reads must not move it by more than a percent or two
 for the phases to mean anything) and its output must be the launched kernel's to the bit.
 """
-import ctypes
 import dataclasses
 import statistics
 import sys
@@ -153,7 +152,22 @@ def zero(kern):
     assert err == cu.CUresult.CUDA_SUCCESS, err
 
 
-def analyse(buf, blocks_of, label, ns_per_cycle):
+def record(go, kern):
+    """One instrumented launch: its clock reads, and ns per SM cycle (the launch's event time over the
+    slowest CTA's span, so a rough rate that includes the launch)."""
+    import torch
+    zero(kern)
+    st, en = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    st.record()
+    go()
+    en.record()
+    torch.cuda.synchronize()
+    buf = read(kern)
+    span = max(int(buf[c, :, 1:, :].max()) - int(buf[c, 0, 1:, 0][buf[c, 0, 1:, 0] > 0].min()) for c in range(CTAS))
+    return buf, st.elapsed_time(en) * 1e6 / span
+
+
+def analyse(buf, ns_per_cycle, blocks_of, label):
     """blocks_of(cta, it) -> key blocks of that unit (None past the walk's end)."""
     rows = []
     for c in range(buf.shape[0]):
@@ -194,11 +208,7 @@ def main():
     assert sms == CTAS, sms
     for S in (4096, 8192):
         B = 16384 // S
-        sets = []
-        for i in range(3):
-            g = torch.Generator(device="cuda").manual_seed(i)
-            q, k, v = (torch.randn(B, S, H, D, device="cuda", generator=g).bfloat16() for _ in range(3))
-            sets.append((q, k, v, torch.empty_like(q), torch.empty(B, H, S, device="cuda")))
+        sets = split.input_sets(B, S, H, D)
         plain = {n: [prepare(W, attention_fwd, *x, False, {}, n)[0] for x in sets] for n in VARIANTS}
         inst = {n: prepare(W, attention_fwd, *sets[0], True, {}, n) for n in VARIANTS}
         programs = B * H * S // 128
@@ -216,28 +226,15 @@ def main():
                     ref = got
                 elif "no_ostore" not in n and n != "o_l2" and not (torch.equal(ref[0], got[0]) and torch.equal(ref[1], got[1])):
                     print(f"S={S} {n}: NOT bitwise equal to launched", flush=True)
-        qt = [tuple(t.transpose(1, 2) for t in x[:3]) for x in sets]
-
-        def cudnn(i):
-            with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.CUDNN_ATTENTION):
-                torch.nn.functional.scaled_dot_product_attention(*qt[i % 3])
         fns = {n: (lambda i, g=g: g[i % 3]()) for n, g in plain.items()}
         fns["instrumented"] = lambda i: inst["launched"][0]()
-        fns["sdpa_cudnn"] = cudnn
+        fns["sdpa_cudnn"] = split.cudnn_fn(sets)
         flops = 4 * B * H * S * S * D
         for label, ms in (("back to back", ht.timed(fns, rounds=7)), ("suite timing", ht.suite_timed(fns, 3))):
             print(f"S={S} B={B} (whole {whole}, parts {parts}) {label}:", " ".join(
                 f"{n}={flops / (t * 1e-3) / 1e12:.0f}({ms['launched'] / t:.3f})" for n, t in ms.items()), flush=True)
         for n, (go, kern) in inst.items():
-            zero(kern)
-            st, en = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            st.record()
-            go()
-            en.record()
-            torch.cuda.synchronize()
-            buf = read(kern)
-            span = max(int(buf[c, :, 1:, :].max()) - int(buf[c, 0, 1:, 0][buf[c, 0, 1:, 0] > 0].min()) for c in range(CTAS))
-            ns_per_cycle = st.elapsed_time(en) * 1e6 / span
+            buf, ns_per_cycle = record(go, kern)
             rev = n.startswith("stagger")
 
             def blocks_of(c, it, rev=rev):
@@ -249,7 +246,7 @@ def main():
                     return nk
                 p = (u - whole) % parts
                 return (p + 1) * nk // parts - p * nk // parts
-            analyse(buf, blocks_of, f"S={S} {n}", ns_per_cycle)
+            analyse(buf, ns_per_cycle, blocks_of, f"S={S} {n}")
 
 
 if __name__ == "__main__":
