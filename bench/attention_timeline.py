@@ -11,9 +11,13 @@ units of that block time, with the phases that make it up.
 
     PYTHONPATH=.:bench:tests/hopper python3 bench/attention_timeline.py [check]
 
-`check` (CPU) compiles the instrumented source and asserts no spill. On the GPU the instrumented
-kernel is timed beside the launched one (the reads must not move it by more than a percent or two
-for the phases to mean anything) and its output must be the launched kernel's to the bit.
+`check` (CPU) compiles the instrumented sources and asserts no spill. On the GPU, at S = 4k and 8k,
+every variant (VARIANTS: the launched source; two bounds, the O store left out and every CTA's O
+stored over its own rows, so in L2; odd CTAs walking their units last first) is timed beside the
+launched kernel, its instrumented twin and cuDNN, and each instrumented variant's phases are
+printed. The reads must not move the kernel by more than a percent or two for the phases to mean
+anything. Outputs must be the launched kernel's to the bit, except the bounds'. Measured:
+bench/hopper_notes.md, session 33.
 """
 import dataclasses
 import statistics
