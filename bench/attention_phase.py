@@ -1,0 +1,284 @@
+"""Session 33, prepared for the next session and not yet measured: the D = 128 forward with the two
+consumer warpgroups half a key cycle apart, so their tile ends do not coincide.
+
+bench/attention_timeline.py found that a tile's boundary costs 1.5 key-block times. That is 4.5 % of a
+4k tile. Both warpgroups of a 128-row tile reach the boundary together, and neither then has wgmmas
+to keep the tensor cores busy. The turns are worth at most 0.5 % (option pingpong=false ran 0.995-0.999x,
+device_session33e.sh), so this prototype drops them. Here each CTA takes one head (B * H = the SM count:
+a measurement shape, B = 1, H = 132). The producer streams the head's key blocks cyclically, 0 .. nk - 1
+again and again, into the usual 3-stage ring. The warpgroups own separate 64-row tiles (warpgroup w rows
+(2k + w) * 64), and each has its own 16 KB Q tile, loaded by a second producer thread. Warpgroup 0's
+tiles start at steps k * nk. Warpgroup 1's start at k * nk + nk / 2 and take their keys in rotated order
+(nk / 2 .. nk - 1, 0 .. nk / 2 - 1). Its last tile is cut in two: keys 0 .. nk / 2 - 1 at the walk's start
+(the raw state, o, m and the lanes' l, saved to a workspace in fragment order) and the rest at its end,
+merged in registers before the epilogue. Both warpgroups read every stage at the same step. The output
+is attention but not the launched kernel's bits (the key order differs), so it is checked against
+float64.
+
+    PYTHONPATH=.:bench:tests/hopper python3 bench/attention_phase.py [check]
+
+`check` (CPU) compiles it through NVRTC and asserts no spill and no serialized wgmma. On the GPU
+(main): the float64 check, then the suite's timing and back to back, beside the launched kernel and
+cuDNN, at B = 1, H = 132, S = 4k / 8k.
+"""
+import sys
+
+SOURCE = r"""
+// bench/attention_phase.py: the D = 128 forward, warpgroups half a key cycle apart (one head a CTA)
+#define TILES_WIDE_STORES 2
+#include <tiles/tiles.h>
+using namespace tiles;
+
+constexpr int STAGES = 3, CONSUMERS = 2, WG_ROWS = 64;
+constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = 240;
+constexpr int THREADS = 128 * (1 + CONSUMERS);
+
+struct smem_t {
+  st<bf16, 64, 128> q[CONSUMERS];  // each warpgroup's own Q tile
+  st<bf16, 128, 128> kt[STAGES];
+  st<bf16, 128, 128> vt[STAGES];
+  ring<STAGES> ring;
+  barrier q_full[CONSUMERS], q_empty[CONSUMERS];
+};
+
+__device__ __forceinline__ void release(barrier& b) { arrive(b); }
+
+// warpgroup w's j-th segment of the walk: its 64-row tile, first key block, number of key blocks, and
+// mode (0 whole; 1 the first half of warpgroup 1's last tile, state saved; 2 its second half, merged)
+__device__ __forceinline__ void segment(int w, int j, int n128, int nk, int& tile, int& kb0, int& len, int& mode) {
+  const int half = nk / 2;
+  if (w == 0) { tile = 2 * j, kb0 = 0, len = nk, mode = 0; return; }
+  if (j == 0) { tile = 2 * (n128 - 1) + 1, kb0 = 0, len = half, mode = 1; return; }
+  if (j == n128) { tile = 2 * (n128 - 1) + 1, kb0 = half, len = nk - half, mode = 2; return; }
+  tile = 2 * (j - 1) + 1, kb0 = half, len = nk, mode = 0;
+}
+
+// the raw state of a half tile, in fragment order (thread-major, so the reload is coalesced)
+__device__ __forceinline__ void save_state(float* ws, const rt<float, 64, 128>& o, const rv<64>& m, const rv<64>& l) {
+  const int th = wg_thread();
+  float4* w4 = reinterpret_cast<float4*>(ws);
+#pragma unroll
+  for (int i = 0; i < 16; ++i)
+    w4[i * 128 + th] = make_float4(o.v[0][2 * i].x, o.v[0][2 * i].y, o.v[0][2 * i + 1].x, o.v[0][2 * i + 1].y);
+  reinterpret_cast<float4*>(ws + 64 * 128)[th] = make_float4(m.v[0][0], m.v[0][1], l.v[0][0], l.v[0][1]);
+}
+__device__ __forceinline__ void merge_state(const float* ws, rt<float, 64, 128>& o, rv<64>& m, rv<64>& l) {
+  const int th = wg_thread();
+  const float4 ml = reinterpret_cast<const float4*>(ws + 64 * 128)[th];
+  const float m1[2] = {ml.x, ml.y}, l1[2] = {ml.z, ml.w};
+  float a[2], a1[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const float mm = fmaxf(m.v[0][h], m1[h]);
+    a[h] = exp2f(m.v[0][h] - mm), a1[h] = exp2f(m1[h] - mm);
+    m.v[0][h] = mm, l.v[0][h] = l.v[0][h] * a[h] + l1[h] * a1[h];
+  }
+  const float4* w4 = reinterpret_cast<const float4*>(ws);
+#pragma unroll
+  for (int i = 0; i < 16; ++i) {
+    const float4 x = w4[i * 128 + th];  // pairs 2i (row h = 0) and 2i + 1 (row h = 1)
+    o.v[0][2 * i].x = o.v[0][2 * i].x * a[0] + x.x * a1[0];
+    o.v[0][2 * i].y = o.v[0][2 * i].y * a[0] + x.y * a1[0];
+    o.v[0][2 * i + 1].x = o.v[0][2 * i + 1].x * a[1] + x.z * a1[1];
+    o.v[0][2 * i + 1].y = o.v[0][2 * i + 1].y * a[1] + x.w * a1[1];
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
+phase_fwd(const __grid_constant__ tma_map map_Q, const __grid_constant__ tma_map map_K,
+          const __grid_constant__ tma_map map_V, bf16* __restrict__ O, float* __restrict__ L,
+          float* __restrict__ ws, int S, int H, long long O_s0, long long O_s1, long long O_s2,
+          long long L_s0, long long L_s1, long long L_s2, float scale) {
+  extern __shared__ unsigned char smem_raw[];
+  smem_allocator alloc(smem_raw);
+  smem_t& Sm = alloc.take<smem_t>();
+  const int pid1 = blockIdx.x % H, pid2 = blockIdx.x / H;  // the CTA's head
+  const int nk = S / 128, n128 = S / 128, steps = n128 * nk;
+  if (threadIdx.x == 0) {
+    Sm.ring.init_all(1, CONSUMERS * 128);
+    for (int w = 0; w < CONSUMERS; ++w) init(Sm.q_full[w], 1), init(Sm.q_empty[w], 128);
+    arch::fence_mbar_init();
+  }
+  __syncthreads();
+  if (warpgroup_id() == 0) {
+    arch::reg_dec<PRODUCER_REGS>();
+    if (threadIdx.x == 0) {  // the keys and values, cyclically
+      ring_pos<STAGES> pos;
+      for (int t = 0; t < steps; ++t) {
+        const int kb = t % nk;
+        wait(Sm.ring.empty[pos.stage], pos.phase ^ 1);
+        expect_tiles(Sm.ring.full[pos.stage], Sm.kt[pos.stage], Sm.vt[pos.stage]);
+        load_async_4d(Sm.kt[pos.stage], map_K, Sm.ring.full[pos.stage], 0, pid1, kb * 128, pid2);
+        load_async_4d(Sm.vt[pos.stage], map_V, Sm.ring.full[pos.stage], 0, pid1, kb * 128, pid2);
+        pos.advance();
+      }
+    } else if (threadIdx.x == 32) {  // the Q tiles, in the order the warpgroups need them
+      int next0 = 0, next1 = 0;  // each warpgroup's next segment (scalars: no local memory)
+      const int segs0 = n128, segs1 = n128 + 1;
+      while (next0 < segs0 || next1 < segs1) {
+        // the step each one's next segment starts at
+        const int at0 = next0 < segs0 ? next0 * nk : 0x7fffffff;
+        const int at1 = next1 >= segs1 ? 0x7fffffff : next1 == 0 ? 0 : (next1 - 1) * nk + nk / 2;
+        const int w = at0 <= at1 ? 0 : 1, j = w == 0 ? next0 : next1;
+        int tile, kb0, len, mode;
+        segment(w, j, n128, nk, tile, kb0, len, mode);
+        if (j > 0) wait(Sm.q_empty[w], (j - 1) & 1);
+        expect_tiles(Sm.q_full[w], Sm.q[w]);
+        load_async_4d(Sm.q[w], map_Q, Sm.q_full[w], 0, pid1, tile * 64, pid2);
+        if (w == 0) ++next0; else ++next1;
+      }
+    }
+  } else {
+    arch::reg_inc<CONSUMER_REGS>();
+    const int cw = __shfl_sync(0xffffffffu, warpgroup_id() - 1, 0);
+    ring_pos<STAGES> pos;
+    int held = -1;
+    rt<float, WG_ROWS, 128> s;
+    rt<bf16, WG_ROWS, 128> p;
+    rt<float, WG_ROWS, 128> o;
+    rv<WG_ROWS> m, m_new, alpha, l;
+    const float C = scale * 1.4426950408889634f;
+    float* my_ws = ws + (long long)blockIdx.x * (64 * 128 + 4 * 128);
+    const int segs = cw == 0 ? n128 : n128 + 1;
+    for (int j = 0; j < segs; ++j) {
+      int tile, kb0, len, mode;
+      segment(cw, j, n128, nk, tile, kb0, len, mode);
+      wait(Sm.q_full[cw], j & 1);
+      fill(o, 0.0f);
+      fill(l, 0.0f);
+      fill(m, -1e+30f);
+      {  // the first block, peeled
+        const int kb = kb0 % nk;
+        wait(Sm.ring.full[pos.stage], pos.phase);
+        mma_ABt(s, Sm.q[cw], 0, Sm.kt[pos.stage], false);
+        mma_commit();
+        mma_wait<0>(s);
+        if (len == 1) release(Sm.q_empty[cw]);
+        mask_cols(s, kb * 128, S, -INFINITY);
+        row_max_scaled<true>(m_new, s, C, m);
+        sub(alpha, m, m_new);
+        exp2(alpha, alpha);
+        exp2_scaled_row(s, s, C, m_new);
+        mul(l, l, alpha);
+        row_sum_partial(l, s, l);
+        mul_row(o, o, alpha);
+        cast(p, s);
+        copy(m, m_new);
+        held = pos.stage;
+        pos.advance();
+      }
+      for (int i = 1; i < len; ++i) {
+        const int kb = (kb0 + i) % nk;
+        wait(Sm.ring.full[pos.stage], pos.phase);
+        mma_ABt(s, Sm.q[cw], 0, Sm.kt[pos.stage], false);
+        mma_commit();
+        mma_AB(o, p, Sm.vt[held], true);
+        mma_commit();
+        mma_wait<1>(s);
+        if (i + 1 == len) release(Sm.q_empty[cw]);
+        mask_cols(s, kb * 128, S, -INFINITY);
+        row_max_scaled<true>(m_new, s, C, m);
+        sub(alpha, m, m_new);
+        exp2(alpha, alpha);
+        exp2_scaled_row(s, s, C, m_new);
+        mul(l, l, alpha);
+        row_sum_partial(l, s, l);
+        mma_wait<0>(o);
+        release(Sm.ring.empty[held]), held = -1;
+        mul_row(o, o, alpha);
+        cast(p, s);
+        copy(m, m_new);
+        held = pos.stage;
+        pos.advance();
+      }
+      mma_AB(o, p, Sm.vt[held], true);
+      mma_commit();
+      mma_wait<0>(o);
+      release(Sm.ring.empty[held]), held = -1;
+      if (mode == 1) {  // the first half of the last tile: keep its raw state for the end
+        save_state(my_ws, o, m, l);
+        continue;
+      }
+      if (mode == 2) merge_state(my_ws, o, m, l);
+      row_sum_finish(l);
+      div_row(o, o, l);
+      store(O + pid2 * O_s0 + pid1 * O_s2, O_s1, S, 128, o, tile * 64, 0);
+      log2(alpha, l);
+      add(alpha, alpha, m);
+      mul(alpha, alpha, 0.6931471805599453f);
+      fill_where(alpha, l, [](float x) { return x == 0.0f; }, INFINITY);
+      store(L + pid2 * L_s0 + pid1 * L_s1, L_s2, S, alpha, tile * 64);
+    }
+  }
+}
+"""
+
+
+def compiled():
+    from tiles.backends.hopper import runtime
+    return runtime.compile_cuda(SOURCE, name="attention_phase.cu")
+
+
+def check():
+    import pathlib
+    import tempfile
+    from test_compile import assert_no_spills
+    c = compiled()
+    with tempfile.TemporaryDirectory() as d:
+        assert_no_spills(c, "phase_fwd", pathlib.Path(d))
+    print("compiled:", c.resources.get("phase_fwd"), flush=True)
+
+
+def launcher(q, k, v, o, lse):
+    """go(): the prototype on these tensors (B * H CTAs, one head each)."""
+    import torch
+    from tiles.backends.hopper import runtime
+    from tiles.backends.hopper.lower_attention import _rank4
+    B, S, H, D = q.shape
+    assert D == 128 and S % 256 == 0 and k.shape == q.shape, "the prototype's shapes"
+    kern = runtime.load(compiled().cubin, "phase_fwd")
+    ws = torch.empty(B * H * (64 * 128 + 4 * 128), device=q.device)
+    maps = [runtime.tensor_map(t, [64, 1, rows, 1], 128, *_rank4(t, 8)) for t, rows in ((q, 64), (k, 128), (v, 128))]
+    args = [*maps, runtime.arg_ptr(o), runtime.arg_ptr(lse), runtime.arg_ptr(ws), runtime.arg_i32(S), runtime.arg_i32(H),
+            *(runtime.arg_i64(x) for x in o.stride()[:3]), *(runtime.arg_i64(x) for x in lse.stride()),
+            runtime.arg_f32(D ** -0.5)]
+    smem = 2 * 16384 + 6 * 32768 + 2048
+
+    def go():
+        kern.launch((B * H, 1, 1), (384, 1, 1), args, smem=smem)
+    go.keep = (ws, maps)
+    return go
+
+
+def main():
+    import torch
+    from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
+    from tiles.kernels import attention_fwd
+    import attention_split as split
+    import hopper_gemm_tiles as ht
+    D, H, B = 128, 132, 1
+    for S in (4096, 8192):
+        sets = split.input_sets(B, S, H, D)
+        base = [split.launcher(W, attention_fwd, *x) for x in sets]
+        mine = [launcher(*x) for x in sets]
+        q, k, v, o, lse = sets[0]
+        mine[0]()
+        torch.cuda.synchronize()
+        got_o, got_l = o.clone(), lse.clone()
+        base[0]()
+        torch.cuda.synchronize()
+        ref = torch.nn.functional.scaled_dot_product_attention(
+            *(t[:, :, :8].transpose(1, 2).double() for t in (q, k, v))).transpose(1, 2)
+        err = (got_o[:, :, :8].double() - ref).abs().max().item()
+        err_base = (o[:, :, :8].double() - ref).abs().max().item()
+        print(f"S={S}: max |O - float64| over 8 heads: prototype {err:.3g}, launched {err_base:.3g}; "
+              f"max |dLSE| against launched {(got_l - lse).abs().max().item():.3g}", flush=True)
+        fns = {"launched": lambda i: base[i % 3](), "phase": lambda i: mine[i % 3](), "sdpa_cudnn": split.cudnn_fn(sets)}
+        flops = 4 * B * H * S * S * D
+        for label, ms in (("back to back", ht.timed(fns, rounds=7)), ("suite timing", ht.suite_timed(fns, 3))):
+            print(f"S={S} B={B} H={H} {label}:", " ".join(
+                f"{n}={flops / (t * 1e-3) / 1e12:.0f}({ms['launched'] / t:.3f})" for n, t in ms.items()), flush=True)
+
+
+if __name__ == "__main__":
+    check() if sys.argv[1:] == ["check"] else main()
