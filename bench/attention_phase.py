@@ -214,16 +214,49 @@ phase_fwd(const __grid_constant__ tma_map map_Q, const __grid_constant__ tma_map
 """
 
 
-def compiled():
+def compiled(cache=True):
     from tiles.backends.hopper import runtime
-    return runtime.compile_cuda(SOURCE, name="attention_phase.cu")
+    return runtime.compile_cuda(SOURCE, name="attention_phase.cu", cache=cache)
+
+
+def segment(w, j, n128, nk):
+    """bench's copy of the kernel's segment(): (tile, kb0, len, mode)."""
+    half = nk // 2
+    if w == 0:
+        return 2 * j, 0, nk, 0
+    if j == 0:
+        return 2 * (n128 - 1) + 1, 0, half, 1
+    if j == n128:
+        return 2 * (n128 - 1) + 1, half, nk - half, 2
+    return 2 * (j - 1) + 1, half, nk, 0
+
+
+def check_walk(S):
+    """The walk's bookkeeping, in Python: each warpgroup's segments read the step's key block (t % nk)
+    at every step, and every 64-row tile sees every key block once."""
+    nk = n128 = S // 128
+    seen = {}
+    for w, segs in ((0, n128), (1, n128 + 1)):
+        t = 0
+        for j in range(segs):
+            tile, kb0, n, mode = segment(w, j, n128, nk)
+            assert tile % 2 == w
+            for i in range(n):
+                assert (kb0 + i) % nk == t % nk, (w, j, i, t)
+                seen.setdefault(tile, []).append((kb0 + i) % nk)
+                t += 1
+        assert t == n128 * nk, (w, t)
+    assert sorted(seen) == list(range(2 * n128)) and all(sorted(v) == list(range(nk)) for v in seen.values())
 
 
 def check():
+    for S in (256, 512, 4096, 8192):
+        check_walk(S)
+    print("walk: every tile sees every key block once, both warpgroups at the same block each step", flush=True)
     import pathlib
     import tempfile
     from test_compile import assert_no_spills
-    c = compiled()
+    c = compiled(cache=False)  # a cached compile keeps no ptxas log to read
     with tempfile.TemporaryDirectory() as d:
         assert_no_spills(c, "phase_fwd", pathlib.Path(d))
     print("compiled:", c.resources.get("phase_fwd"), flush=True)
