@@ -249,7 +249,43 @@ def check_walk(S):
     assert sorted(seen) == list(range(2 * n128)) and all(sorted(v) == list(range(nk)) for v in seen.values())
 
 
+def check_merge(S=1024, D=128, seed=0):
+    """The kernel's arithmetic in float64 numpy, step for step: the online softmax in the exp2 domain
+    (m the scaled running maximum, o and l unnormalized), warpgroup 1's last tile in two halves whose
+    raw states merge as merge_state() does, against a plain softmax."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    q, k, v = (rng.standard_normal((n, D)) for n in (64, S, S))
+    C = D ** -0.5 * 1.4426950408889634
+    nk, half = S // 128, S // 256
+
+    def run(kbs, o, m, l):
+        for kb in kbs:
+            s = q @ k[kb * 128:(kb + 1) * 128].T
+            m_new = np.maximum(m, C * s.max(1))
+            alpha = np.exp2(m - m_new)
+            p = np.exp2(C * s - m_new[:, None])
+            l = l * alpha + p.sum(1)
+            o = o * alpha[:, None] + p @ v[kb * 128:(kb + 1) * 128]
+            m = m_new
+        return o, m, l
+    fresh = (np.zeros((64, D)), np.full(64, -1e30), np.zeros(64))
+    o1, m1, l1 = run(range(half), *fresh)  # the walk's start: saved
+    o, m, l = run(range(half, nk), *fresh)  # the walk's end
+    mm = np.maximum(m, m1)
+    a, a1 = np.exp2(m - mm), np.exp2(m1 - mm)
+    o, l, m = o * a[:, None] + o1 * a1[:, None], l * a + l1 * a1, mm
+    sc = q @ k.T * D ** -0.5
+    p = np.exp(sc - sc.max(1, keepdims=True))
+    ref = p @ v / p.sum(1, keepdims=True)
+    lse = (np.log2(l) + m) * 0.6931471805599453
+    ref_lse = np.log(np.exp(sc - sc.max(1, keepdims=True)).sum(1)) + sc.max(1)
+    assert np.abs(o / l[:, None] - ref).max() < 1e-12 and np.abs(lse - ref_lse).max() < 1e-12
+
+
 def check():
+    check_merge()
+    print("merge: the two halves' raw states combine to the whole softmax (float64)", flush=True)
     for S in (256, 512, 4096, 8192):
         check_walk(S)
     print("walk: every tile sees every key block once, both warpgroups at the same block each step", flush=True)
