@@ -129,36 +129,7 @@ def check():
 
 
 def main():
-    import torch
-    from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
-    from tiles.kernels import attention_fwd
-    import hopper_gemm_tiles as ht
-    D, H = 128, 16
-    for S in (4096, 8192, 16384):
-        B = 16384 // S
-        sets = split.input_sets(B, S, H, D)
-        fns = {}
-        for name in ("launched", *VARIANTS):
-            gos = [split.launcher(W, attention_fwd, *x, variant=None if name == "launched" else name, variants=VARIANTS)
-                   for x in sets]
-            fns[name] = lambda i, gos=gos: gos[i % 3]()
-        ref = None
-        for name in ("launched", *VARIANTS):
-            sets[0][3].zero_(), sets[0][4].zero_()
-            fns[name](0)
-            torch.cuda.synchronize()
-            got = (sets[0][3].clone(), sets[0][4].clone())
-            if ref is None:
-                ref = got
-            else:
-                same = torch.equal(got[0], ref[0]) and torch.equal(got[1], ref[1])
-                print(f"S={S} {name}: bitwise {same}, max |dO| {(got[0].float() - ref[0].float()).abs().max().item():.3g} "
-                      f"|dLSE| {(got[1] - ref[1]).abs().max().item():.3g}", flush=True)
-        fns["sdpa_cudnn"] = split.cudnn_fn(sets)
-        flops = 4 * B * H * S * S * D
-        for label, ms in (("back to back", ht.timed(fns, rounds=9)), ("suite timing", ht.suite_timed(fns, 3))):
-            print(f"D={D} S={S} B={B} {label}:", " ".join(
-                f"{n}={flops / (t * 1e-3) / 1e12:.0f}({ms['launched'] / t:.3f})" for n, t in ms.items()), flush=True)
+    split.main(VARIANTS, shapes=(4096, 8192, 16384), suite=True)
 
 
 if __name__ == "__main__":

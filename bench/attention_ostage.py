@@ -143,7 +143,6 @@ def main():
     import torch
     from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
     from tiles.kernels import attention_fwd
-    import hopper_gemm_tiles as ht
     D, H = 128, 16
     names = ("launched", *VARIANTS)
     for S in (4096, 8192, 16384):
@@ -167,10 +166,7 @@ def main():
         print(f"S={S}: outputs checked", flush=True)
         fns = {n: (lambda i, g=g: g[i % 3]()) for n, g in plain.items()}
         fns["sdpa_cudnn"] = split.cudnn_fn(sets)
-        flops = 4 * B * H * S * S * D
-        for label, ms in (("back to back", ht.timed(fns, rounds=7)), ("suite timing", ht.suite_timed(fns, 3))):
-            print(f"S={S} B={B} {label}:", " ".join(
-                f"{n}={flops / (t * 1e-3) / 1e12:.0f}({ms['launched'] / t:.3f})" for n, t in ms.items()), flush=True)
+        split.report(fns, 4 * B * H * S * S * D, f"S={S} B={B}", suite=True, rounds=7)
         if S > 8192:
             continue
         programs = B * H * S // 128

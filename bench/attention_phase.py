@@ -53,6 +53,19 @@ __device__ __forceinline__ void segment(int w, int j, int n128, int nk, int& til
   tile = 2 * (j - 1) + 1, kb0 = half, len = nk, mode = 0;
 }
 
+// a landed block of S made P in place: the running maximum (scaled, exp2 domain), alpha = the old
+// maximum's factor, the exponentials, and this lane's part of the row sums
+__device__ __forceinline__ void softmax_block(rt<float, 64, 128>& s, rv<64>& m, rv<64>& m_new, rv<64>& alpha,
+                                              rv<64>& l, int kb, int S, float C) {
+  mask_cols(s, kb * 128, S, -INFINITY);
+  row_max_scaled<true>(m_new, s, C, m);
+  sub(alpha, m, m_new);
+  exp2(alpha, alpha);
+  exp2_scaled_row(s, s, C, m_new);
+  mul(l, l, alpha);
+  row_sum_partial(l, s, l);
+}
+
 // the raw state of a half tile, in fragment order (thread-major, so the reload is coalesced)
 __device__ __forceinline__ void save_state(float* ws, const rt<float, 64, 128>& o, const rv<64>& m, const rv<64>& l) {
   const int th = wg_thread();
@@ -154,13 +167,7 @@ phase_fwd(const __grid_constant__ tma_map map_Q, const __grid_constant__ tma_map
         mma_commit();
         mma_wait<0>(s);
         if (len == 1) release(Sm.q_empty[cw]);
-        mask_cols(s, kb * 128, S, -INFINITY);
-        row_max_scaled<true>(m_new, s, C, m);
-        sub(alpha, m, m_new);
-        exp2(alpha, alpha);
-        exp2_scaled_row(s, s, C, m_new);
-        mul(l, l, alpha);
-        row_sum_partial(l, s, l);
+        softmax_block(s, m, m_new, alpha, l, kb, S, C);
         mul_row(o, o, alpha);
         cast(p, s);
         copy(m, m_new);
@@ -176,13 +183,7 @@ phase_fwd(const __grid_constant__ tma_map map_Q, const __grid_constant__ tma_map
         mma_commit();
         mma_wait<1>(s);
         if (i + 1 == len) release(Sm.q_empty[cw]);
-        mask_cols(s, kb * 128, S, -INFINITY);
-        row_max_scaled<true>(m_new, s, C, m);
-        sub(alpha, m, m_new);
-        exp2(alpha, alpha);
-        exp2_scaled_row(s, s, C, m_new);
-        mul(l, l, alpha);
-        row_sum_partial(l, s, l);
+        softmax_block(s, m, m_new, alpha, l, kb, S, C);
         mma_wait<0>(o);
         release(Sm.ring.empty[held]), held = -1;
         mul_row(o, o, alpha);
@@ -324,7 +325,6 @@ def main():
     from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
     from tiles.kernels import attention_fwd
     import attention_split as split
-    import hopper_gemm_tiles as ht
     D, H, B = 128, 132, 1
     for S in (4096, 8192):
         sets = split.input_sets(B, S, H, D)
@@ -343,10 +343,7 @@ def main():
         print(f"S={S}: max |O - float64| over 8 heads: prototype {err:.3g}, launched {err_base:.3g}; "
               f"max |dLSE| against launched {(got_l - lse).abs().max().item():.3g}", flush=True)
         fns = {"launched": lambda i: base[i % 3](), "phase": lambda i: mine[i % 3](), "sdpa_cudnn": split.cudnn_fn(sets)}
-        flops = 4 * B * H * S * S * D
-        for label, ms in (("back to back", ht.timed(fns, rounds=7)), ("suite timing", ht.suite_timed(fns, 3))):
-            print(f"S={S} B={B} H={H} {label}:", " ".join(
-                f"{n}={flops / (t * 1e-3) / 1e12:.0f}({ms['launched'] / t:.3f})" for n, t in ms.items()), flush=True)
+        split.report(fns, 4 * B * H * S * S * D, f"S={S} B={B} H={H}", suite=True, rounds=7)
 
 
 if __name__ == "__main__":

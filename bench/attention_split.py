@@ -196,15 +196,27 @@ def cudnn_fn(sets):
     return cudnn
 
 
-def main(variants=VARIANTS, exact=True):
-    """Each variant beside the launched kernel and cuDNN; `exact`: its output must be the launched
-    one's to the bit (else the largest differences are printed)."""
+def report(fns, flops, label, suite=False, rounds=9):
+    """Times fns (hopper_gemm_tiles.timed back to back; with `suite` also the standard suite's timing)
+    and prints each one's TFLOP/s and speed over fns["launched"]."""
+    import hopper_gemm_tiles as ht
+    runs = [("back to back", ht.timed(fns, rounds=rounds))]
+    if suite:
+        runs.append(("suite timing", ht.suite_timed(fns, 3)))
+    for how, ms in runs:
+        print(f"{label} {how}:", " ".join(f"{n}={flops / (t * 1e-3) / 1e12:.0f}({ms['launched'] / t:.3f})"
+                                          for n, t in ms.items()), flush=True)
+
+
+def main(variants=VARIANTS, exact=True, shapes=(1024, 4096, 16384), suite=False):
+    """Each variant beside the launched kernel and cuDNN at S in `shapes` (B * S = 16k tokens, H = 16);
+    `exact`: its output must be the launched one's to the bit (else the largest differences are
+    printed); `suite`: timed in the standard suite's way too."""
     import torch
     from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
     from tiles.kernels import attention_fwd
-    import hopper_gemm_tiles as ht
     D, H = 128, 16
-    for S in (1024, 4096, 16384):
+    for S in shapes:
         B = 16384 // S
         sets = input_sets(B, S, H, D)
         fns = {}
@@ -225,11 +237,10 @@ def main(variants=VARIANTS, exact=True):
                 print(f"S={S} {name}: {'differs from' if exact else 'against'} launched: max |dO| "
                       f"{(got[0].float() - ref[0].float()).abs().max().item():.3g}, max |dLSE| "
                       f"{(got[1] - ref[1]).abs().max().item():.3g}", flush=True)
+            else:
+                print(f"S={S} {name}: bitwise equal to launched", flush=True)
         fns["sdpa_cudnn"] = cudnn_fn(sets)
-        ms = ht.timed(fns, rounds=9)
-        flops = 4 * B * H * S * S * D
-        print(f"D={D} S={S} B={B}", " ".join(f"{n}={flops / (t * 1e-3) / 1e12:.0f}({ms['launched'] / t:.3f})"
-                                             for n, t in ms.items()), flush=True)
+        report(fns, 4 * B * H * S * S * D, f"D={D} S={S} B={B}", suite)
 
 
 if __name__ == "__main__":

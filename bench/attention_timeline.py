@@ -206,7 +206,6 @@ def main():
     import torch
     from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
     from tiles.kernels import attention_fwd
-    import hopper_gemm_tiles as ht
     D, H = 128, 16
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     assert sms == CTAS, sms
@@ -233,10 +232,7 @@ def main():
         fns = {n: (lambda i, g=g: g[i % 3]()) for n, g in plain.items()}
         fns["instrumented"] = lambda i: inst["launched"][0]()
         fns["sdpa_cudnn"] = split.cudnn_fn(sets)
-        flops = 4 * B * H * S * S * D
-        for label, ms in (("back to back", ht.timed(fns, rounds=7)), ("suite timing", ht.suite_timed(fns, 3))):
-            print(f"S={S} B={B} (whole {whole}, parts {parts}) {label}:", " ".join(
-                f"{n}={flops / (t * 1e-3) / 1e12:.0f}({ms['launched'] / t:.3f})" for n, t in ms.items()), flush=True)
+        split.report(fns, 4 * B * H * S * S * D, f"S={S} B={B} (whole {whole}, parts {parts})", suite=True, rounds=7)
         for n, (go, kern) in inst.items():
             buf, ns_per_cycle = record(go, kern)
             rev = n.startswith("stagger")
