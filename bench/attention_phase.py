@@ -45,11 +45,12 @@ __device__ __forceinline__ void release(barrier& b) { arrive(b); }
 
 // warpgroup w's j-th segment of the walk: its 64-row tile, first key block, number of key blocks, and
 // mode (0 whole; 1 the first half of warpgroup 1's last tile, state saved; 2 its second half, merged)
-__device__ __forceinline__ void segment(int w, int j, int n128, int nk, int& tile, int& kb0, int& len, int& mode) {
+// within one item of T tile pairs (tiles counted from the item's first)
+__device__ __forceinline__ void segment(int w, int j, int T, int nk, int& tile, int& kb0, int& len, int& mode) {
   const int half = nk / 2;
   if (w == 0) { tile = 2 * j, kb0 = 0, len = nk, mode = 0; return; }
-  if (j == 0) { tile = 2 * (n128 - 1) + 1, kb0 = 0, len = half, mode = 1; return; }
-  if (j == n128) { tile = 2 * (n128 - 1) + 1, kb0 = half, len = nk - half, mode = 2; return; }
+  if (j == 0) { tile = 2 * (T - 1) + 1, kb0 = 0, len = half, mode = 1; return; }
+  if (j == T) { tile = 2 * (T - 1) + 1, kb0 = half, len = nk - half, mode = 2; return; }
   tile = 2 * (j - 1) + 1, kb0 = half, len = nk, mode = 0;
 }
 
@@ -100,13 +101,13 @@ __device__ __forceinline__ void merge_state(const float* ws, rt<float, 64, 128>&
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 phase_fwd(const __grid_constant__ tma_map map_Q, const __grid_constant__ tma_map map_K,
           const __grid_constant__ tma_map map_V, bf16* __restrict__ O, float* __restrict__ L,
-          float* __restrict__ ws, int S, int H, long long O_s0, long long O_s1, long long O_s2,
+          float* __restrict__ ws, int S, int H, int T, int items, long long O_s0, long long O_s1, long long O_s2,
           long long L_s0, long long L_s1, long long L_s2, float scale) {
   extern __shared__ unsigned char smem_raw[];
   smem_allocator alloc(smem_raw);
   smem_t& Sm = alloc.take<smem_t>();
-  const int pid1 = blockIdx.x % H, pid2 = blockIdx.x / H;  // the CTA's head
-  const int nk = S / 128, n128 = S / 128, steps = n128 * nk;
+  // items of T 128-row tile pairs, head-major, so the CTAs of one round share a few heads' keys in L2
+  const int nk = S / 128, G = S / 128 / T, steps = T * nk;
   if (threadIdx.x == 0) {
     Sm.ring.init_all(1, CONSUMERS * 128);
     for (int w = 0; w < CONSUMERS; ++w) init(Sm.q_full[w], 1), init(Sm.q_empty[w], 128);
@@ -117,8 +118,9 @@ phase_fwd(const __grid_constant__ tma_map map_Q, const __grid_constant__ tma_map
     arch::reg_dec<PRODUCER_REGS>();
     if (threadIdx.x == 0) {  // the keys and values, cyclically
       ring_pos<STAGES> pos;
+      for (int it = blockIdx.x; it < items; it += gridDim.x)
       for (int t = 0; t < steps; ++t) {
-        const int kb = t % nk;
+        const int pid1 = (it / G) % H, pid2 = (it / G) / H, kb = t % nk;
         wait(Sm.ring.empty[pos.stage], pos.phase ^ 1);
         expect_tiles(Sm.ring.full[pos.stage], Sm.kt[pos.stage], Sm.vt[pos.stage]);
         load_async_4d(Sm.kt[pos.stage], map_K, Sm.ring.full[pos.stage], 0, pid1, kb * 128, pid2);
@@ -126,19 +128,23 @@ phase_fwd(const __grid_constant__ tma_map map_Q, const __grid_constant__ tma_map
         pos.advance();
       }
     } else if (threadIdx.x == 32) {  // the Q tiles, in the order the warpgroups need them
-      int next0 = 0, next1 = 0;  // each warpgroup's next segment (scalars: no local memory)
-      const int segs0 = n128, segs1 = n128 + 1;
-      while (next0 < segs0 || next1 < segs1) {
-        // the step each one's next segment starts at
-        const int at0 = next0 < segs0 ? next0 * nk : 0x7fffffff;
-        const int at1 = next1 >= segs1 ? 0x7fffffff : next1 == 0 ? 0 : (next1 - 1) * nk + nk / 2;
-        const int w = at0 <= at1 ? 0 : 1, j = w == 0 ? next0 : next1;
-        int tile, kb0, len, mode;
-        segment(w, j, n128, nk, tile, kb0, len, mode);
-        if (j > 0) wait(Sm.q_empty[w], (j - 1) & 1);
-        expect_tiles(Sm.q_full[w], Sm.q[w]);
-        load_async_4d(Sm.q[w], map_Q, Sm.q_full[w], 0, pid1, tile * 64, pid2);
-        if (w == 0) ++next0; else ++next1;
+      int loads0 = 0, loads1 = 0;  // each warpgroup's Q loads so far, for the empty barriers' phases
+      for (int it = blockIdx.x; it < items; it += gridDim.x) {
+        const int pid1 = (it / G) % H, pid2 = (it / G) / H, tile0 = (it % G) * 2 * T;
+        int next0 = 0, next1 = 0;  // each warpgroup's next segment (scalars: no local memory)
+        const int segs0 = T, segs1 = T + 1;
+        while (next0 < segs0 || next1 < segs1) {
+          // the step each one's next segment starts at
+          const int at0 = next0 < segs0 ? next0 * nk : 0x7fffffff;
+          const int at1 = next1 >= segs1 ? 0x7fffffff : next1 == 0 ? 0 : (next1 - 1) * nk + nk / 2;
+          const int w = at0 <= at1 ? 0 : 1, j = w == 0 ? next0 : next1, n = w == 0 ? loads0 : loads1;
+          int tile, kb0, len, mode;
+          segment(w, j, T, nk, tile, kb0, len, mode);
+          if (n > 0) wait(Sm.q_empty[w], (n - 1) & 1);
+          expect_tiles(Sm.q_full[w], Sm.q[w]);
+          load_async_4d(Sm.q[w], map_Q, Sm.q_full[w], 0, pid1, (tile0 + tile) * 64, pid2);
+          if (w == 0) ++next0, ++loads0; else ++next1, ++loads1;
+        }
       }
     }
   } else {
@@ -152,11 +158,15 @@ phase_fwd(const __grid_constant__ tma_map map_Q, const __grid_constant__ tma_map
     rv<WG_ROWS> m, m_new, alpha, l;
     const float C = scale * 1.4426950408889634f;
     float* my_ws = ws + (long long)blockIdx.x * (64 * 128 + 4 * 128);
-    const int segs = cw == 0 ? n128 : n128 + 1;
-    for (int j = 0; j < segs; ++j) {
+    const int segs = cw == 0 ? T : T + 1;
+    int loads = 0;
+    for (int it = blockIdx.x; it < items; it += gridDim.x)
+    for (int j = 0; j < segs; ++j, ++loads) {
+      const int pid1 = (it / G) % H, pid2 = (it / G) / H;
       int tile, kb0, len, mode;
-      segment(cw, j, n128, nk, tile, kb0, len, mode);
-      wait(Sm.q_full[cw], j & 1);
+      segment(cw, j, T, nk, tile, kb0, len, mode);
+      tile += (it % G) * 2 * T;
+      wait(Sm.q_full[cw], loads & 1);
       fill(o, 0.0f);
       fill(l, 0.0f);
       fill(m, -1e+30f);
@@ -220,7 +230,7 @@ def compiled(cache=True):
     return runtime.compile_cuda(SOURCE, name="attention_phase.cu", cache=cache)
 
 
-def segment(w, j, n128, nk):
+def segment(w, j, n128, nk):  # n128 here is the item's T
     """bench's copy of the kernel's segment(): (tile, kb0, len, mode)."""
     half = nk // 2
     if w == 0:
@@ -232,10 +242,10 @@ def segment(w, j, n128, nk):
     return 2 * (j - 1) + 1, half, nk, 0
 
 
-def check_walk(S):
-    """The walk's bookkeeping, in Python: each warpgroup's segments read the step's key block (t % nk)
-    at every step, and every 64-row tile sees every key block once."""
-    nk = n128 = S // 128
+def check_walk(S, T):
+    """The walk's bookkeeping, in Python, for one item of T tile pairs: each warpgroup's segments read
+    the step's key block (t % nk) at every step, and every 64-row tile sees every key block once."""
+    nk, n128 = S // 128, T
     seen = {}
     for w, segs in ((0, n128), (1, n128 + 1)):
         t = 0
@@ -287,8 +297,8 @@ def check_merge(S=1024, D=128, seed=0):
 def check():
     check_merge()
     print("merge: the two halves' raw states combine to the whole softmax (float64)", flush=True)
-    for S in (256, 512, 4096, 8192):
-        check_walk(S)
+    for S, T in ((256, 1), (256, 2), (512, 4), (4096, 8), (4096, 32), (8192, 16)):
+        check_walk(S, T)
     print("walk: every tile sees every key block once, both warpgroups at the same block each step", flush=True)
     import pathlib
     import tempfile
@@ -299,23 +309,28 @@ def check():
     print("compiled:", c.resources.get("phase_fwd"), flush=True)
 
 
-def launcher(q, k, v, o, lse):
-    """go(): the prototype on these tensors (B * H CTAs, one head each)."""
+def launcher(q, k, v, o, lse, T):
+    """go(): the prototype on these tensors, items of T 128-row tile pairs on a grid of one CTA an SM."""
     import torch
     from tiles.backends.hopper import runtime
     from tiles.backends.hopper.lower_attention import _rank4
     B, S, H, D = q.shape
     assert D == 128 and S % 256 == 0 and k.shape == q.shape, "the prototype's shapes"
     kern = runtime.load(compiled().cubin, "phase_fwd")
-    ws = torch.empty(B * H * (64 * 128 + 4 * 128), device=q.device)
+    sms = torch.cuda.get_device_properties(q.device).multi_processor_count
+    items = B * H * (S // 128 // T)
+    assert S // 128 % T == 0, "T divides the 128-row tiles"
+    grid = min(sms, items)
+    ws = torch.empty(grid * (64 * 128 + 4 * 128), device=q.device)
     maps = [runtime.tensor_map(t, [64, 1, rows, 1], 128, *_rank4(t, 8)) for t, rows in ((q, 64), (k, 128), (v, 128))]
     args = [*maps, runtime.arg_ptr(o), runtime.arg_ptr(lse), runtime.arg_ptr(ws), runtime.arg_i32(S), runtime.arg_i32(H),
+            runtime.arg_i32(T), runtime.arg_i32(items),
             *(runtime.arg_i64(x) for x in o.stride()[:3]), *(runtime.arg_i64(x) for x in lse.stride()),
             runtime.arg_f32(D ** -0.5)]
     smem = 2 * 16384 + 6 * 32768 + 2048
 
     def go():
-        kern.launch((B * H, 1, 1), (384, 1, 1), args, smem=smem)
+        kern.launch((grid, 1, 1), (384, 1, 1), args, smem=smem)
     go.keep = (ws, maps)
     return go
 
@@ -326,23 +341,29 @@ def main():
     from tiles.kernels import attention_fwd
     import attention_split as split
     D, H, B = 128, 132, 1
-    for S in (4096, 8192):
+    for S, Ts in ((4096, (4, 8, 16, 32)), (8192, (4, 8, 16))):
         sets = split.input_sets(B, S, H, D)
         base = [split.launcher(W, attention_fwd, *x) for x in sets]
-        mine = [launcher(*x) for x in sets]
         q, k, v, o, lse = sets[0]
-        mine[0]()
-        torch.cuda.synchronize()
-        got_o, got_l = o.clone(), lse.clone()
         base[0]()
         torch.cuda.synchronize()
         ref = torch.nn.functional.scaled_dot_product_attention(
             *(t[:, :, :8].transpose(1, 2).double() for t in (q, k, v))).transpose(1, 2)
-        err = (got_o[:, :, :8].double() - ref).abs().max().item()
-        err_base = (o[:, :, :8].double() - ref).abs().max().item()
-        print(f"S={S}: max |O - float64| over 8 heads: prototype {err:.3g}, launched {err_base:.3g}; "
-              f"max |dLSE| against launched {(got_l - lse).abs().max().item():.3g}", flush=True)
-        fns = {"launched": lambda i: base[i % 3](), "phase": lambda i: mine[i % 3](), "sdpa_cudnn": split.cudnn_fn(sets)}
+        base_o, base_l = o.clone(), lse.clone()
+        print(f"S={S}: max |O - float64| over 8 heads: launched {(base_o[:, :, :8].double() - ref).abs().max().item():.3g}",
+              flush=True)
+        fns = {"launched": lambda i: base[i % 3]()}
+        for T in Ts:
+            mine = [launcher(*x, T) for x in sets]
+            o.zero_(), lse.zero_()
+            mine[0]()
+            torch.cuda.synchronize()
+            err = (o[:, :, :8].double() - ref).abs().max().item()
+            print(f"  T={T}: max |O - float64| {err:.3g}, max |dLSE| against launched "
+                  f"{(lse - base_l).abs().max().item():.3g}, max |dO| against launched over all heads "
+                  f"{(o.float() - base_o.float()).abs().max().item():.3g}", flush=True)
+            fns[f"phase_T{T}"] = (lambda m: lambda i: m[i % 3]())(mine)
+        fns["sdpa_cudnn"] = split.cudnn_fn(sets)
         split.report(fns, 4 * B * H * S * S * D, f"S={S} B={B} H={H}", suite=True, rounds=7)
 
 
