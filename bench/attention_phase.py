@@ -340,17 +340,19 @@ def main():
     from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
     from tiles.kernels import attention_fwd
     import attention_split as split
-    D, H, B = 128, 132, 1
-    for S, Ts in ((4096, (4, 8, 16, 32)), (8192, (4, 8, 16))):
+    D = 128
+    # (B, H, S, item sizes): 4 heads at 16k keep every key in L2, so the schedule shows alone; then
+    # the standard suite's shapes (B * S = 16k tokens, H = 16)
+    for B, H, S, Ts in ((1, 4, 16384, (1, 2, 4)), (4, 16, 4096, (1, 2, 4)), (1, 16, 16384, (2, 4, 8))):
         sets = split.input_sets(B, S, H, D)
         base = [split.launcher(W, attention_fwd, *x) for x in sets]
         q, k, v, o, lse = sets[0]
         base[0]()
         torch.cuda.synchronize()
         ref = torch.nn.functional.scaled_dot_product_attention(
-            *(t[:, :, :8].transpose(1, 2).double() for t in (q, k, v))).transpose(1, 2)
+            *(t[:, :, :4].transpose(1, 2).double() for t in (q, k, v))).transpose(1, 2)
         base_o, base_l = o.clone(), lse.clone()
-        print(f"S={S}: max |O - float64| over 8 heads: launched {(base_o[:, :, :8].double() - ref).abs().max().item():.3g}",
+        print(f"S={S}: max |O - float64| over 4 heads: launched {(base_o[:, :, :4].double() - ref).abs().max().item():.3g}",
               flush=True)
         fns = {"launched": lambda i: base[i % 3]()}
         for T in Ts:
@@ -358,7 +360,7 @@ def main():
             o.zero_(), lse.zero_()
             mine[0]()
             torch.cuda.synchronize()
-            err = (o[:, :, :8].double() - ref).abs().max().item()
+            err = (o[:, :, :4].double() - ref).abs().max().item()
             print(f"  T={T}: max |O - float64| {err:.3g}, max |dLSE| against launched "
                   f"{(lse - base_l).abs().max().item():.3g}, max |dO| against launched over all heads "
                   f"{(o.float() - base_o.float()).abs().max().item():.3g}", flush=True)
