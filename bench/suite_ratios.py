@@ -1,5 +1,6 @@
 """The issue targets' ratios from standard-suite result files: each shape's tiles time over its named
-baseline (attention against SDPA-cuDNN, GEMM against cuBLAS, fp8 against row-wise `_scaled_mm`), and
+baseline (attention against SDPA-cuDNN, GEMM against cuBLAS, fp8 block-scaled and row-wise against row-wise
+`_scaled_mm`), and
 the geomean of each kernel's ratios.
 
     python3 bench/suite_ratios.py bench/results/H200-2026-12-01m.json [...]
@@ -10,7 +11,7 @@ import sys
 from tiles.bench.report import load, shape_key
 
 BASELINE = {"attention_fwd": "sdpa_cudnn", "attention_bwd": "sdpa_cudnn", "gemm": "cublas",
-            "gemm_fp8": "scaled_mm_rowwise"}
+            "gemm_fp8": "scaled_mm_rowwise", "gemm_fp8_rowwise": "scaled_mm_rowwise"}
 
 
 def ratios(result: dict) -> dict:

@@ -9,7 +9,8 @@ import torch
 
 from . import backends, validate
 from .kernels import (attention_bwd_dkdv, attention_bwd_dq, attention_bwd_fused, attention_bwd_prep, attention_fwd,
-                      gemm as gemm_k, gemm_fp8 as gemm_fp8_k, layernorm as layernorm_k, rotary as rotary_k)
+                      gemm as gemm_k, gemm_fp8 as gemm_fp8_k,
+                      gemm_fp8_rowwise as gemm_fp8_rowwise_k, layernorm as layernorm_k, rotary as rotary_k)
 
 
 def _poison() -> bool:
@@ -248,6 +249,9 @@ def _gemm_fp8_impl(a: torch.Tensor, b: torch.Tensor, a_scale: torch.Tensor, b_sc
         return c
     if K == 0:
         return c.zero_()
+    if validate.fp8_rowwise(a_scale, b_scale, M, N):  # torch._scaled_mm's row-wise scales, applied once a tile
+        _launch(backend, gemm_fp8_rowwise_k, dict(M=M, N=N, K=K), a, b, a_scale, b_scale, c)
+        return c
     # one scale per column of b, as a stride-0 view of the per-block scales (kernels/gemm_fp8.py)
     blk = validate.FP8_BLOCK
     sb = b_scale.unsqueeze(1).expand(b_scale.shape[0], blk, b_scale.shape[1])
@@ -265,12 +269,15 @@ def _(a, b, a_scale, b_scale, out_dtype, backend):
 
 def gemm_fp8(a, b, a_scale, b_scale, out_dtype: Optional[torch.dtype] = torch.bfloat16,
              backend: Optional[str] = None):
-    """Block-scaled 8-bit GEMM (DeepSeek-V3 style): C = (a * a_scale) @ (b * b_scale).T.
+    """Scaled 8-bit GEMM: C = (a * a_scale) @ (b * b_scale).T, with block scales (DeepSeek-V3 style) or
+    row-wise ones (torch._scaled_mm's per-row / per-column form).
 
     a: (M, K) and b: (N, K), both float8_e4m3fn (NVIDIA Hopper, AMD gfx950) or both float8_e4m3fnuz
-    (AMD gfx942); a_scale: (M, cdiv(K, 128)) f32, one scale per 1 x 128 block of a along K; b_scale:
-    (cdiv(N, 128), cdiv(K, 128)) f32, one per 128 x 128 block of b. Accumulates in f32, applying the
-    scales once per 128-wide K block; C (M, N) in `out_dtype` (bf16 or f32). Strides describe the
+    (AMD gfx942). Block scales: a_scale (M, cdiv(K, 128)) f32, one scale per 1 x 128 block of a along
+    K, and b_scale (cdiv(N, 128), cdiv(K, 128)) f32, one per 128 x 128 block of b; they are applied
+    once per 128-wide K block. Row-wise scales: a_scale (M, 1), one per row of a, and b_scale (1, N),
+    one per row of b (a column of C); they are applied once, to the f32 sum. Either way each 128-wide
+    K block is summed on its own and added to an f32 accumulator. C (M, N) in `out_dtype` (bf16 or f32). Strides describe the
     operands: a (K, M) tensor is passed as its view `.t()`, and so on for b and the scales. K, M and
     N need not be multiples of 128 (the last block along K is partial).
 
@@ -279,7 +286,8 @@ def gemm_fp8(a, b, a_scale, b_scale, out_dtype: Optional[torch.dtype] = torch.bf
     call before the launch. The scales are read in place with their strides.
     """
     a, b, a_scale, b_scale, out_dtype, device = validate.gemm_fp8(a, b, a_scale, b_scale, out_dtype)
-    be = backends.resolve(backend, device, ("gemm_fp8",))
+    rowwise = validate.fp8_rowwise(a_scale, b_scale, a.shape[0], b.shape[0])
+    be = backends.resolve(backend, device, ("gemm_fp8_rowwise" if rowwise else "gemm_fp8",))
     for n, t in (("a", a), ("b", b), ("a_scale", a_scale), ("b_scale", b_scale)):
         validate.index_range(n, t, be.max_index)
     check = getattr(be, "check_fp8", None)

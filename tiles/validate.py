@@ -201,15 +201,39 @@ def rotary(x, cos, sin):
     return x, cos, sin, device
 
 
+def fp8_rowwise(a_scale, b_scale, M: int, N: int) -> bool:
+    """Whether gemm_fp8's scales are row-wise (torch._scaled_mm's form: a_scale (M, 1), b_scale (1, N))
+    rather than block scales. Where a shape is both (N = 1, K <= 128) the two mean the same product."""
+    return tuple(a_scale.shape) == (M, 1) and tuple(b_scale.shape) == (1, N)
+
+
+def fp8_block_scales(a_scale, b_scale, M: int, N: int, K: int) -> None:
+    """gemm_fp8's block scales' shapes, or a ValueError naming the one that is wrong."""
+    kb, nb = -(-K // FP8_BLOCK), -(-N // FP8_BLOCK)
+    if tuple(a_scale.shape) == (M, 1) and tuple(b_scale.shape) != (nb, kb):
+        raise ValueError(f"a_scale is ({M}, 1), row-wise: b_scale must then be (1, N) = (1, {N}), one scale per column "
+                         f"of b (torch._scaled_mm's form); got {tuple(b_scale.shape)}. For (N, 1) storage pass its "
+                         f"view .t() (no copy)")
+    if tuple(a_scale.shape) != (M, kb):
+        raise ValueError(f"a_scale must be (M, cdiv(K, {FP8_BLOCK})) = ({M}, {kb}), one scale per 1x{FP8_BLOCK} block "
+                         f"of a, or ({M}, 1) with b_scale (1, {N}) for row-wise scales; got {tuple(a_scale.shape)}. "
+                         f"For ({kb}, {M}) storage pass its view .t() (no copy)")
+    if tuple(b_scale.shape) != (nb, kb):
+        raise ValueError(f"b_scale must be (cdiv(N, {FP8_BLOCK}), cdiv(K, {FP8_BLOCK})) = ({nb}, {kb}), one scale per "
+                         f"{FP8_BLOCK}x{FP8_BLOCK} block of b; got {tuple(b_scale.shape)}. For ({kb}, {nb}) storage "
+                         f"pass its view .t() (no copy)")
+
+
 def gemm_fp8(a, b, a_scale, b_scale, out_dtype):
     """a (M, K), b (N, K) 8-bit floats (C = a @ b^T); a_scale (M, cdiv(K, 128)) and b_scale
-    (cdiv(N, 128), cdiv(K, 128)) f32. Any strides: a (K, M) storage is passed as its view .t()."""
+    (cdiv(N, 128), cdiv(K, 128)) f32 block scales, or a_scale (M, 1) and b_scale (1, N) row-wise ones.
+    Any strides: a (K, M) storage is passed as its view .t()."""
     a, b = as_tensor("a", a), as_tensor("b", b)
     a_scale, b_scale = as_tensor("a_scale", a_scale), as_tensor("b_scale", b_scale)
     rank("a", a, 2, "(M, K)")
     rank("b", b, 2, "(N, K) (C = a @ b.T; a (K, N) tensor is passed as its view b.t())")
-    rank("a_scale", a_scale, 2, "(M, cdiv(K, 128))")
-    rank("b_scale", b_scale, 2, "(cdiv(N, 128), cdiv(K, 128))")
+    rank("a_scale", a_scale, 2, "(M, cdiv(K, 128)) block scales or (M, 1) row-wise")
+    rank("b_scale", b_scale, 2, "(cdiv(N, 128), cdiv(K, 128)) block scales or (1, N) row-wise")
     dtype("a", a, FP8_DTYPES)
     dtype("b", b, FP8_DTYPES)
     same_dtype(("a", "b"), (a, b))
@@ -221,14 +245,8 @@ def gemm_fp8(a, b, a_scale, b_scale, out_dtype):
     if b.shape[1] != K:
         raise ValueError(f"a is {tuple(a.shape)} (M, K) and b is {tuple(b.shape)} (N, K): b's K ({b.shape[1]}) must "
                          f"equal a's ({K}). For a (K, N) tensor pass its view b.t() (no copy)")
-    kb, nb = -(-K // FP8_BLOCK), -(-N // FP8_BLOCK)
-    if tuple(a_scale.shape) != (M, kb):
-        raise ValueError(f"a_scale must be (M, cdiv(K, {FP8_BLOCK})) = ({M}, {kb}), one scale per 1x{FP8_BLOCK} block "
-                         f"of a; got {tuple(a_scale.shape)}. For ({kb}, {M}) storage pass its view .t() (no copy)")
-    if tuple(b_scale.shape) != (nb, kb):
-        raise ValueError(f"b_scale must be (cdiv(N, {FP8_BLOCK}), cdiv(K, {FP8_BLOCK})) = ({nb}, {kb}), one scale per "
-                         f"{FP8_BLOCK}x{FP8_BLOCK} block of b; got {tuple(b_scale.shape)}. For ({kb}, {nb}) storage "
-                         f"pass its view .t() (no copy)")
+    if not fp8_rowwise(a_scale, b_scale, M, N):
+        fp8_block_scales(a_scale, b_scale, M, N, K)
     if out_dtype is None:
         out_dtype = torch.bfloat16
     if not isinstance(out_dtype, torch.dtype):

@@ -1,4 +1,5 @@
-"""The block-scaled fp8 GEMM in the benchmark harness (kernel "gemm_fp8").
+"""The scaled fp8 GEMMs in the benchmark harness: block scales (kernel "gemm_fp8") and row-wise scales
+(kernel "gemm_fp8_rowwise").
 
 Inputs are quantized the DeepSeek-V3 way from random normal data: one scale per 1 x 128 block of A
 and per 128 x 128 block of B (the block's max |x| over 448, e4m3's largest finite value). Impls:
@@ -11,6 +12,10 @@ and per 128 x 128 block of B (the block's max |x| over 448, e4m3's largest finit
                    cuBLASLt offers on Hopper; a different function, checked against its own reference);
 * scaled_mm_blockwise torch._scaled_mm with 1x128 / 128x128 block scales, where this torch has them;
 * cublas_bf16      torch.matmul on the dequantized operands in bf16.
+
+The "gemm_fp8_rowwise" rows take the same fp8 operands with the row-wise scales, like for like:
+* tiles            tiles.gemm_fp8 with a_scale (M, 1) and b_scale (1, N);
+* scaled_mm_rowwise the same timing as in the "gemm_fp8" rows (one interleaved run times them all).
 
 Correctness (TESTING.md): E(C) <= 2 E(C_lp) + fl against the float64 dequantized product, C_lp the
 bf16 matmul of the dequantized operands; rows that fail are reported `correct: false` and not timed.
@@ -83,6 +88,9 @@ def reference_rowwise(x):
     return (x["a"].double() * x["sa_row"].double()) @ (x["b"].double() * x["sb_row"].double().t()).T
 
 
+ROWWISE = ("tiles_rowwise", "scaled_mm_rowwise")  # checked against the row-wise reference
+
+
 def impls(device, backend, skipped: dict) -> dict:
     import tiles
 
@@ -90,6 +98,7 @@ def impls(device, backend, skipped: dict) -> dict:
         "tiles": lambda x: tiles.gemm_fp8(x["a"], x["b"], x["sa"], x["sb"], backend=backend),
         "tiles_kmajor_copy": lambda x: tiles.gemm_fp8(x["a_km"].t(), x["b_kn"].t(), x["sa_km"].t(), x["sb_kn"].t(),
                                                       backend=backend),
+        "tiles_rowwise": lambda x: tiles.gemm_fp8(x["a"], x["b"], x["sa_row"], x["sb_row"], backend=backend),
     }
     if device.type == "cuda" and not torch.version.hip:
         out["scaled_mm_rowwise"] = lambda x: torch._scaled_mm(x["a"], x["b"].t(), scale_a=x["sa_row"],
@@ -148,7 +157,7 @@ def bench_gemm_fp8(s, device, backend, reps, budget, progress) -> list:
             row.update(correct=None, skipped=f"{type(e).__name__}: {str(e).splitlines()[0][:200]}")
             rows.append(row)
             continue
-        r, b = (ref_row, bound_row) if name == "scaled_mm_rowwise" else (ref, bound)
+        r, b = (ref_row, bound_row) if name in ROWWISE else (ref, bound)
         e = _errors(c, r)[0]
         row.update(correct=e <= b, max_err=e, err_bound=b)
         rows.append(row)
@@ -159,5 +168,9 @@ def bench_gemm_fp8(s, device, backend, reps, budget, progress) -> list:
     for row in rows:
         if times.get(row["impl"]):
             _fill_times(row, times[row["impl"]], shapes.gemm_flops(s), device)
+    # the like-for-like row-wise rows: tiles' row-wise kernel as "tiles", beside the same _scaled_mm timing
+    rows = [r for r in rows if r["impl"] != "tiles_rowwise"] + \
+        [dict(r, kernel="gemm_fp8_rowwise", impl="tiles" if r["impl"] == "tiles_rowwise" else r["impl"])
+         for r in rows if r["impl"] in ROWWISE]
     progress(rows)
     return rows

@@ -30,7 +30,7 @@ def device_key(name: str) -> str:
 
 
 # which peak a kernel's TFLOP/s are measured against (its tensor-core input type)
-KERNEL_KIND = {"gemm_fp8": "fp8"}
+KERNEL_KIND = {"gemm_fp8": "fp8", "gemm_fp8_rowwise": "fp8"}
 
 
 def peak(device: str, kind: str = "bf16"):

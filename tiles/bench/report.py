@@ -85,7 +85,7 @@ def table(results, published) -> tuple[list, dict]:
                 by[(row["kernel"], shape_key(row["shape"]))][row["impl"]] = row
         for key, impls in by.items():
             t = impls.get("tiles")
-            vendor = {n: x for n, x in impls.items() if n != "tiles"}
+            vendor = {n: x for n, x in impls.items() if not n.startswith("tiles")}  # tiles' other forms are not baselines
             best = max(vendor.items(), key=lambda kv: kv[1]["tflops"]) if vendor else None
             cells[key][dev] = dict(
                 tiles=t["tflops"] if t else None, pct=_pct(t, dev, key[0]) if t else None,

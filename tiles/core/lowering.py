@@ -188,28 +188,42 @@ def header_files(include_dir: str) -> list:
 
 
 def match_block_scaled_gemm(k: ir.Kernel, fail) -> dict:
-    """Recognise the suite's block-scaled fp8 GEMM (tiles/kernels/gemm_fp8.py), which both vendors'
-    fp8 templates implement: zero(acc); one pipelined loop over cdiv(K, BK) of load_async(a),
-    load_async(b), wait, load(sa), load(sb), mma(part, a, b, tb=True), mul_row(part, sa),
-    mul_col(part, sb), add(acc, part); store(C, acc). The caller checks the input format its arch
-    takes. `fail(why)` raises the backend's LoweringError. Returns the tensors, tile sizes and origin."""
+    """Recognise one of the suite's scaled fp8 GEMMs (tiles/kernels/gemm_fp8.py), which both vendors'
+    fp8 templates implement. Both are zero(acc); one pipelined loop over cdiv(K, BK) of load_async(a),
+    load_async(b), wait, ..., mma(part, a, b, tb=True), ..., add(acc, part); store(C, acc):
+
+    * block-scaled (gemm_fp8): load(sa), load(sb) before the mma and mul_row(part, sa), mul_col(part, sb)
+      after it, in the loop (SB the 3-D per-column view);
+    * row-wise (gemm_fp8_rowwise): nothing between the mma and the add; after the loop load(sa),
+      load(sb), mul_row(acc, sa), mul_col(acc, sb) (SA (M, 1), SB (1, N)).
+
+    The caller checks the input format its arch takes. `fail(why)` raises the backend's LoweringError.
+    Returns the tensors, tile sizes, origin and `scaling` ("block" or "row")."""
     text = lambda e: ir.render(ir.as_expr(e))  # noqa: E731
-    if [p.rank for p in k.params] != [2, 2, 2, 3, 2] or k.scalars:
-        fail("expected A, B (2-D), SA (2-D), SB (3-D per-column view) and C (2-D), no float arguments")
+    ranks = [p.rank for p in k.params]
+    if ranks not in ([2, 2, 2, 3, 2], [2, 2, 2, 2, 2]) or k.scalars:
+        fail("expected A, B (2-D), SA (2-D), SB (3-D per-column view, or 2-D (1, N) row-wise) and C (2-D), "
+             "no float arguments")
     A, B, SA, SB, C = k.params
     if SA.dtype.name != "f32" or SB.dtype.name != "f32" or C.dtype.name not in ("bf16", "f32"):
         fail(f"scales must be f32 and C bf16 or f32; got SA {SA.dtype}, SB {SB.dtype}, C {C.dtype}")
     loops = [n for n in k.body if isinstance(n, ir.Loop)]
     ops = [n for n in k.body if isinstance(n, ir.Op)]
-    if len(loops) != 1 or not loops[0].pipelined or [o.name for o in ops] != ["fill", "store"]:
-        fail("expected zero(acc), one k.pipeline loop, store(C, acc)")
+    row = SB.rank == 2
+    after = ["fill", "load", "load", "mul_row", "mul_col", "store"] if row else ["fill", "store"]
+    if len(loops) != 1 or not loops[0].pipelined or [o.name for o in ops] != after:
+        fail(f"expected zero(acc), one k.pipeline loop, {'the scales applied to acc, ' if row else ''}store(C, acc)")
     loop = loops[0]
     names = [getattr(n, "name", "loop") for n in loop.body]
-    want = ["load_async", "load_async", "wait", "load", "load", "mma", "mul_row", "mul_col", "add"]
+    want = ["load_async", "load_async", "wait"] + ([] if row else ["load", "load"]) + ["mma"] + \
+        ([] if row else ["mul_row", "mul_col"]) + ["add"]
     if names != want:
         fail(f"the loop body must be {want}, got {names}")
-    la, lb, _, lsa, lsb, mma, mr, mc, add = loop.body
+    la, lb, mma, add = loop.body[0], loop.body[1], loop.body[names.index("mma")], loop.body[-1]
     acc, part = ops[0].outs[0], mma.outs[0]
+    # the scales: read and applied to the finished acc (row-wise), or to each K block's part
+    lsa, lsb, mr, mc = ops[1:5] if row else [loop.body[i] for i in (3, 4, 6, 7)]
+    scaled = acc if row else part
     if text(ops[0].attrs.get("value", 0.0)) not in ("0.0", "0"):
         fail("the accumulator must start at zero")
     a, b, sa, sb = la.outs[0], lb.outs[0], lsa.outs[0], lsb.outs[0]
@@ -217,8 +231,9 @@ def match_block_scaled_gemm(k: ir.Kernel, fail) -> dict:
         fail("the loads must read A, B, SA, SB in that order")
     if mma.ins != [a, b] or not mma.attrs["tb"] or mma.attrs["ta"] or mma.attrs["accumulate"]:
         fail("expected mma(part, a, b, tb=True, accumulate=False)")
-    if mr.outs[0] is not part or mr.ins != [part, sa] or mc.outs[0] is not part or mc.ins != [part, sb]:
-        fail("expected mul_row(part, part, sa), mul_col(part, part, sb)")
+    if mr.outs[0] is not scaled or mr.ins != [scaled, sa] or mc.outs[0] is not scaled or mc.ins != [scaled, sb]:
+        s = scaled.name
+        fail(f"expected mul_row({s}, {s}, sa), mul_col({s}, {s}, sb)")
     if add.outs[0] is not acc or add.ins != [acc, part]:
         fail("expected add(acc, acc, part)")
     BM, BK = a.shape
@@ -228,15 +243,21 @@ def match_block_scaled_gemm(k: ir.Kernel, fail) -> dict:
     kb = loop.index.name
     if text(la.attrs["col"]) != f"{kb} * {BK}" or text(lb.attrs["col"]) != f"{kb} * {BK}":
         fail(f"the loads must step K by {kb}*{BK}")
-    if lsa.ins[0].index[1] is None or text(lsa.ins[0].index[1]) != kb or text(lsb.ins[0].index[2]) != kb:
+    if row:
+        if text(lsa.ins[0].index[1]) != "0" or text(lsb.ins[0].index[0]) != "0":
+            fail("row-wise scales are read as SA[:, 0] and SB[0, :]")
+    elif lsa.ins[0].index[1] is None or text(lsa.ins[0].index[1]) != kb or text(lsb.ins[0].index[2]) != kb:
         fail("the scales must be read at K block kb")
     if text(loop.stop) != f"cdiv({A.name}.shape1, {BK})" or text(loop.start) != "0":
         fail(f"the pipelined loop must run over cdiv(K, {BK}) blocks from 0")
-    st = ops[1]
+    st = ops[-1]
     if (st.ins[0] is not acc or st.ins[1].param is not C or text(st.attrs["row"]) != text(la.attrs["row"])
             or text(st.attrs["row"]) != text(lsa.attrs["row"]) or text(st.attrs["col"]) != text(lb.attrs["row"])):
         fail("A's rows, SA's rows and B's rows must come from the stored tile's origin")
-    return dict(A=A, B=B, SA=SA, SB=SB, C=C, BM=BM, BN=BN, BK=BK, row0=st.attrs["row"], col0=st.attrs["col"])
+    if row and text(lsb.attrs["row"]) != text(st.attrs["col"]):
+        fail("SB's columns must come from the stored tile's origin")
+    return dict(A=A, B=B, SA=SA, SB=SB, C=C, BM=BM, BN=BN, BK=BK, row0=st.attrs["row"], col0=st.attrs["col"],
+                scaling="row" if row else "block")
 
 
 def find_ops(kernel: ir.Kernel, name: str) -> list[Op]:

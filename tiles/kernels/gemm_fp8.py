@@ -48,3 +48,35 @@ def gemm_fp8(k, A, B, SA, SB, C, *, BM=128, BN=SCALE_BLOCK, BK=SCALE_BLOCK, grou
         mul_col(part, part, sb)
         add(acc, acc, part)
     store(C[:, :], acc, row=m * BM, col=n * BN)
+
+
+@kernel(overlap=ProducerConsumer(stages=6, consumers=2))
+def gemm_fp8_rowwise(k, A, B, SA, SB, C, *, BM=128, BN=SCALE_BLOCK, BK=SCALE_BLOCK, group=8):
+    """C(M, N) = SA[:, 0] * (A @ B^T) * SB[0, :]: one scale per row of A (SA (M, 1)) and per column of
+    B (SB (1, N)), torch._scaled_mm's row-wise scaling (per token and per channel). The scales are the
+    same for every K block, so they apply once, to the finished tile; the loop still sums each 128-wide
+    K block exactly in `part` and adds it to the f32 sum, so no chain inside the matrix unit runs over
+    more than 128 products (as gemm_fp8's promotion, with nothing to scale)."""
+    M, K = A.shape
+    N = B.shape[0]
+    tiles_m, tiles_n = k.cdiv(M, BM), k.cdiv(N, BN)
+    k.grid(tiles_m * tiles_n)
+    m, n = k.grouped(k.program_id(0), tiles_m, tiles_n, group)
+
+    acc = k.reg(BM, BN, f32)
+    part = k.reg(BM, BN, f32)
+    a = k.shared(BM, BK, A.dtype)
+    b = k.shared(BN, BK, B.dtype)
+    sa = k.vec(BM, f32, "row")
+    sb = k.vec(BN, f32, "col")
+    zero(acc)
+    for kb in k.pipeline(k.cdiv(K, BK)):
+        wait(load_async(a, A[:, :], row=m * BM, col=kb * BK),
+             load_async(b, B[:, :], row=n * BN, col=kb * BK))
+        mma(part, a, b, tb=True, accumulate=False)
+        add(acc, acc, part)
+    load(sa, SA[:, 0], row=m * BM)
+    load(sb, SB[0, :], row=n * BN)
+    mul_row(acc, acc, sa)
+    mul_col(acc, acc, sb)
+    store(C[:, :], acc, row=m * BM, col=n * BN)

@@ -158,7 +158,7 @@ class HopperBackend(Backend):
 
 # suite kernel name -> lowering class. A lowering other than the GEMM's provides
 # `launch(backend, kfn, *args, **kwargs)` as a classmethod, and optionally `config(**problem)`.
-LOWERINGS = {"gemm": HopperLowering, "gemm_fp8": Fp8GemmLowering}
+LOWERINGS = {"gemm": HopperLowering, "gemm_fp8": Fp8GemmLowering, "gemm_fp8_rowwise": Fp8GemmLowering}
 # kernels without mma: the generic op-by-op lowering (lower_simt.py)
 LOWERINGS.update({"layernorm": LayerNormLowering, "rotary": SimtLowering, "attention_bwd_prep": SimtLowering})
 # kernels with a pipelined loop feeding wgmma: the warp-specialized op-by-op lowering (lower_attention.py);

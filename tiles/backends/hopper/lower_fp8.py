@@ -35,6 +35,9 @@ defer_store_pays), plus
 stages, group_m, overlap, epilogue and the register split.
 
 The four ops after the mma become one fused promotion (acc += part * (sa[row] * sb)) per thread.
+The row-wise program (gemm_fp8_rowwise: SA (M, 1), SB (1, N), applied to acc after the loop) takes
+the same template with option rowwise: its promotion is acc += part, and scale_tile multiplies the
+finished tile by sa[row] * sb[col] before the epilogue (after stream-K's partial sums are added).
 The grid becomes persistent CTAs visiting the same tiles in grouped order. Hopper's fp8 wgmma reads
 both operands K-major from shared memory, so the launcher hands it K-major A and B: an operand whose
 K axis is not contiguous (the transposed layouts) is copied into a K-major tensor first (one
@@ -56,7 +59,7 @@ ARCH = runtime.ARCH
 DEFAULTS = dict(stages=6, group_m=8, producer_regs=None, consumer_regs=None, epilogue="tma", overlap=True, cluster=1,
                 schedule="cooperative", stream_k=False, clamp_scales=True, wide_stores=0, scale_index32=False,
                 scales_tma=False, sa_major="k", sb_major="k", sa_group=1, sb_group=1,
-                sa_per_group=False, sa_box_blocks=4, defer_store=False)
+                sa_per_group=False, sa_box_blocks=4, defer_store=False, rowwise=False)
 # setmaxnreg budgets (producer, consumer) by consumer warpgroups, where the options leave them open: the
 # register file is 64K a SM. Three consumers get 160 each: acc (64) + part (64) fit, a second scratch does not.
 REGS = {1: (40, 232), 2: (40, 232), 3: (24, 160)}
@@ -177,6 +180,11 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
     if cfg["sa_box_blocks"] not in (4, 8) or (cfg["sa_box_blocks"] == 8 and not cfg["sa_per_group"]):
         raise ValueError(f"sa_box_blocks is 4, or 8 with sa_per_group=True (K blocks an A-scale box holds), got "
                          f"sa_box_blocks={cfg['sa_box_blocks']!r}, sa_per_group={cfg['sa_per_group']!r}")
+    if not isinstance(cfg["rowwise"], bool):
+        raise TypeError(f"rowwise must be True or False, got {cfg['rowwise']!r}")
+    if cfg["rowwise"] and (cfg["scales_tma"] or cfg["scale_index32"]):
+        raise ValueError("rowwise scales multiply the finished tile once, read from global memory: they take "
+                         f"scales_tma=False and scale_index32=False, got {cfg['scales_tma']!r}, {cfg['scale_index32']!r}")
     if not isinstance(cfg["defer_store"], bool):
         raise TypeError(f"defer_store must be True or False, got {cfg['defer_store']!r}")
     if cfg["defer_store"] and cfg["schedule"] != "pingpong":
@@ -192,7 +200,7 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
         + (f"_st{cfg['sa_major']}{cfg['sb_major']}" if cfg["scales_tma"] else "") \
         + (f"_rg{cfg['sa_group']}{cfg['sb_group']}" if cfg["sa_group"] > 1 or cfg["sb_group"] > 1 else "") \
         + ("_pg" if cfg["sa_per_group"] else "") + ("8" if cfg["sa_box_blocks"] == 8 else "") \
-        + ("_ds" if cfg["defer_store"] else "")
+        + ("_ds" if cfg["defer_store"] else "") + ("_rw" if cfg["rowwise"] else "")
     name = (name or "tiles_gemm_fp8_{ot}_{BM}x{BN}x{BK}".format(ot=ot, **cfg)) + suffix
     smem = _smem(cfg, BM, BN, BK)
     if smem > SMEM_LIMIT:
@@ -294,6 +302,7 @@ class Fp8GemmLowering(Lowering):
         if "group" in self.k.constexprs:
             cfg["group_m"] = int(self.k.constexprs["group"])
         cfg.update(self.options)
+        cfg["rowwise"] = g["scaling"] == "row"
         if cfg["BM"] != g["BM"]:  # the rows of a CTA's tile: the program's, or 192 from its 128 (three consumers)
             if not (g["BM"] == 128 and cfg["BM"] == 192):
                 raise LoweringError(f"hopper: fp8 GEMM option BM={cfg['BM']}: a CTA takes the program's {g['BM']} "
@@ -324,6 +333,10 @@ class Fp8GemmLowering(Lowering):
             args += [("i32", f"{tensor}'s row stride (rows taken {kern['cfg'][f'{side}_group']} at a time)")
                      for tensor, side in (("a_scale", "sa"), ("b_scale", "sb")) if kern["cfg"][f"{side}_group"] > 1]
             args += [("ptr", C)]
+        elif kern["cfg"]["rowwise"]:  # the row and column strides; nothing steps along K
+            args += [("ptr", C), ("ptr", SA), ("stride64", SA.strides[0]), ("i64", "0 (no K stride)"),
+                     ("ptr", f"{SB.name}, contiguous (the launcher's copy where it is not)"), ("i64", "1"),
+                     ("i64", "0 (no K stride)")]
         else:
             args += [("ptr", C), ("ptr", SA), ("stride64", SA.strides[0]), ("stride64", SA.strides[1]), ("ptr", SB),
                      ("stride64", SB.strides[0]), ("stride64", SB.strides[2])]
@@ -347,14 +360,15 @@ class Fp8GemmLowering(Lowering):
         """A zero-argument launcher for these tensors (the benchmark reuses it), or None if empty."""
         tma_out = C.stride(1) == 1 and (C.stride(0) * C.element_size()) % 16 == 0 and C.data_ptr() % 16 == 0
         options = {} if tma_out else {"epilogue": "regs"}
+        rowwise = SB.dim() == 2  # gemm_fp8_rowwise: SA (M, 1), SB (1, N), read once a tile
         if kwargs.get("BN", 128) == 128 and kwargs.get("BM", 128) == 128:  # the CTA's tile, by the tile count
             options.update(launch_options(A.shape[0], B.shape[0], A.shape[1], runtime.num_sms()))
-            form = scales_tma_form(SA, SB)
+            form = None if rowwise else scales_tma_form(SA, SB)
             if form:
                 options.update(tma_scale_options(options, form))
-        if not options.get("scales_tma") and scale_offsets_fit(A, SA, SB):
+        if not rowwise and not options.get("scales_tma") and scale_offsets_fit(A, SA, SB):
             options["scale_index32"] = True
-        if defer_store_pays(options, A.shape[1]):
+        if defer_store_pays(options, A.shape[1], rowwise):
             options["defer_store"] = True
         key = (id(kfn.trace(A, B, SA, SB, C, **kwargs)), tuple(sorted(options.items())))
         low = cls._lowered.get(key)
@@ -404,12 +418,13 @@ def stage_scales_pay(options: dict, form: dict) -> bool:
 DEFER_MAX_KBLOCKS = 32
 
 
-def defer_store_pays(options: dict, K: int) -> bool:
+def defer_store_pays(options: dict, K: int, rowwise: bool = False) -> bool:
     """Whether the launcher stores each whole tile under the next tile's first burst (defer_store): with
     turns (the 128 x 256 tiles), up to DEFER_MAX_KBLOCKS K blocks a tile, and scale offsets that leave
-    the registers for it (with 64-bit offsets from global memory and stream-K, ptxas spills 8 bytes)."""
+    the registers for it (with 64-bit offsets from global memory and stream-K, ptxas spills 8 bytes;
+    row-wise scales have none in the loop)."""
     return options.get("schedule") == "pingpong" and -(-K // 128) <= DEFER_MAX_KBLOCKS and (
-        options.get("scales_tma") or options.get("scale_index32") or not options.get("stream_k"))
+        rowwise or options.get("scales_tma") or options.get("scale_index32") or not options.get("stream_k"))
 
 
 def tma_scale_options(options: dict, form: dict) -> dict:
@@ -491,6 +506,12 @@ def bind(kern: dict, A, B, SA, SB, C, sms: Optional[int] = None):
     if M == 0 or N == 0 or K == 0:
         return None
     cfg = kern["cfg"]
+    if cfg["rowwise"] != (SB.dim() == 2):
+        raise ValueError(f"a {'row-wise' if cfg['rowwise'] else 'block-scaled'} kernel takes "
+                         f"{'SA (M, 1) and SB (1, N)' if cfg['rowwise'] else 'the 3-D per-column view of the block scales'}"
+                         f" as SB; got SB of shape {tuple(SB.shape)}")
+    if cfg["rowwise"] and SB.stride(1) != 1 and N > 1:
+        SB = SB.contiguous()  # the kernel reads a tile's column scales at fixed offsets (N floats, once a call)
     if cfg["scale_index32"] and not scale_offsets_fit(A, SA, SB):
         raise ValueError(f"scale_index32: the scales' K offsets pass 2^31 elements (a_scale strides {SA.stride()}, "
                          f"b_scale {SB.stride()}, K={K}); this kernel takes them in 32 bits, use scale_index32=False")
@@ -538,6 +559,9 @@ def bind(kern: dict, A, B, SA, SB, C, sms: Optional[int] = None):
         slots = min(slots, gemm_probe._max_clusters(k, _Kern(kern["name"], kern["smem"], kern["threads"], cfg)))
     if cfg["scales_tma"]:
         argv = [map_a, map_b, map_c, *scale_maps, runtime.arg_ptr(C)]
+    elif cfg["rowwise"]:  # a row's and a column's stride; nothing steps along K
+        argv = [map_a, map_b, map_c, runtime.arg_ptr(C), runtime.arg_ptr(SA), runtime.arg_i64(SA.stride(0)),
+                runtime.arg_i64(0), runtime.arg_ptr(SB), runtime.arg_i64(1), runtime.arg_i64(0)]
     else:
         argv = [map_a, map_b, map_c, runtime.arg_ptr(C), runtime.arg_ptr(SA), runtime.arg_i64(SA.stride(0)),
                 runtime.arg_i64(SA.stride(1)), runtime.arg_ptr(SB), runtime.arg_i64(SB.stride(0)),
@@ -559,13 +583,15 @@ def bind(kern: dict, A, B, SA, SB, C, sms: Optional[int] = None):
 
 def launcher(a, b, a_scale, b_scale, out=None, **cfg):
     """tiles.gemm_fp8's problem on a chosen configuration (fp8_source options, and `sms`: bind's), for
-    tuning: (go, out). a (M, K), b (N, K) float8_e4m3fn; scales as tiles.gemm_fp8 takes them."""
+    tuning: (go, out). a (M, K), b (N, K) float8_e4m3fn; scales as tiles.gemm_fp8 takes them (block
+    scales, or with rowwise=True a_scale (M, 1) and b_scale (1, N))."""
     import torch
 
     M, N = a.shape[0], b.shape[0]
     out = torch.empty(M, N, dtype=torch.bfloat16, device=a.device) if out is None else out
     if not (out.stride(1) == 1 and (out.stride(0) * out.element_size()) % 16 == 0 and out.data_ptr() % 16 == 0):
         cfg = dict(cfg, epilogue="regs")  # TMA stores need 16-byte aligned rows
-    sb = b_scale.unsqueeze(1).expand(b_scale.shape[0], 128, b_scale.shape[1])
+    rowwise = cfg.get("rowwise", False)
+    sb = b_scale if rowwise else b_scale.unsqueeze(1).expand(b_scale.shape[0], 128, b_scale.shape[1])
     sms = cfg.pop("sms", None)
     return bind(fp8_source(out.dtype, **cfg), a, b, a_scale, sb, out, sms=sms), out
