@@ -83,3 +83,40 @@ def test_hopper_backend_refuses_the_other_vendors_format():
     with pytest.raises(TypeError, match="float8_e4m3fnuz is AMD gfx942's format"):
         HopperBackend().check_fp8("a", torch.float8_e4m3fnuz)
     HopperBackend().check_fp8("a", E4M3)
+
+
+def _check_rowwise(M, N, K, layout, seed):
+    x = fp8.make_set(M, N, K, torch.device("cpu"), seed)
+    args = {"kmajor": (x["a"], x["b"], x["sa_row"], x["sb_row"]),
+            "transposed": (x["a_km"].t(), x["b_kn"].t(), x["sa_row"].t().contiguous().t(),
+                           x["sb_row"].t().contiguous().t())}[layout]
+    c = tiles.gemm_fp8(*args, backend="interp")
+    assert c.shape == (M, N) and c.dtype == torch.bfloat16
+    err, bound = fp8.error_and_bound_rowwise(c, x)
+    assert err <= bound, (err, bound)
+    # not the block-scaled product of the same operands: the two scalings differ where K spans blocks
+    return c, x
+
+
+@pytest.mark.parametrize("M,N,K", [(1, 1, 1), (7, 130, 200), (129, 257, 300)])
+@pytest.mark.parametrize("layout", ["kmajor", "transposed"])
+def test_rowwise_scales_match_float64_reference(M, N, K, layout, monkeypatch):
+    monkeypatch.setenv("TILES_POISON", "1")
+    _check_rowwise(M, N, K, layout, M + 11 * N + K)
+
+
+def test_rowwise_and_block_scales_are_told_apart():
+    c, x = _check_rowwise(64, 256, 512, "kmajor", 5)
+    block = tiles.gemm_fp8(x["a"], x["b"], x["sa"], x["sb"], backend="interp")
+    assert (c.double() - fp8.reference(x)).abs().max() > 10 * (block.double() - fp8.reference(x)).abs().max()
+
+
+@pytest.mark.parametrize("over,needle", [
+    (dict(a_scale=torch.ones(8, 1), b_scale=torch.ones(16, 1)), "b_scale must then be (1, N) = (1, 16)"),
+    (dict(a_scale=torch.ones(8, 1), b_scale=torch.ones(1, 15)), "b_scale must then be (1, N) = (1, 16)"),
+    (dict(a_scale=torch.ones(1, 8), b_scale=torch.ones(1, 16)), "or (8, 1) with b_scale (1, 16) for row-wise"),
+])
+def test_bad_rowwise_scales_are_named(over, needle):
+    with pytest.raises(ValueError) as e:
+        tiles.gemm_fp8(**_bad(**over))
+    assert needle in str(e.value)

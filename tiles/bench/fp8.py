@@ -88,6 +88,18 @@ def reference_rowwise(x):
     return (x["a"].double() * x["sa_row"].double()) @ (x["b"].double() * x["sb_row"].double().t()).T
 
 
+def lowp_rowwise(x):
+    """The row-wise problem's low-precision reference: the bf16 matmul of its dequantized operands."""
+    return torch.matmul((x["a"].float() * x["sa_row"]).bfloat16(), (x["b"].float() * x["sb_row"].t()).bfloat16().t())
+
+
+def error_and_bound_rowwise(out, x):
+    """error_and_bound for the row-wise scales (sa_row, sb_row)."""
+    ref = reference_rowwise(x)
+    fl = 2 * ((ref + 0.3 - 0.3) - ref).abs().max().item()
+    return (out.double() - ref).abs().max().item(), 2 * (lowp_rowwise(x).double() - ref).abs().max().item() + fl + 1e-9
+
+
 ROWWISE = ("tiles_rowwise", "scaled_mm_rowwise")  # checked against the row-wise reference
 
 
@@ -145,7 +157,7 @@ def bench_gemm_fp8(s, device, backend, reps, budget, progress) -> list:
     x0 = sets[0]
     ref, ref_row = reference(x0), reference_rowwise(x0)
     lp = torch.matmul(x0["a_bf"], x0["b_bf"].t())
-    lp_row = torch.matmul((x0["a"].float() * x0["sa_row"]).bfloat16(), (x0["b"].float() * x0["sb_row"].t()).bfloat16().t())
+    lp_row = lowp_rowwise(x0)
     bound = _errors(lp, ref)[0] * 2 + _fl(ref) + 1e-6
     bound_row = _errors(lp_row, ref_row)[0] * 2 + _fl(ref_row) + 1e-6
     rows, ok = [], {}
