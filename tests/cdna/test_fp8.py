@@ -1,4 +1,4 @@
-"""The block-scaled fp8 GEMM's CDNA lowering (lower_fp8.py, templates/gemm_fp8.hip.j2, include/tiles/fp8.h):
+"""The scaled fp8 GEMMs' CDNA lowering (block scales, and row-wise ones: gemm_fp8_rowwise) (lower_fp8.py, templates/gemm_fp8.hip.j2, include/tiles/fp8.h):
 compiled with clang for gfx942 (clang-22, clang-19) and gfx950 (clang-22) and read back (the arch's fp8 MFMA,
 buffer loads, ds_read/ds_write, no scratch, registers and LDS within budget), compiled as hiprtc receives it,
 its LDS swizzle checked under the bank model, and run on the CPU through the emulated arch layer
@@ -25,22 +25,28 @@ FORMAT = {"gfx942": torch.float8_e4m3fnuz, "gfx950": torch.float8_e4m3fn}
 FP8_MAX = {"gfx942": 240.0, "gfx950": 448.0}
 
 
-def _meta(M, N, K, arch, out=torch.bfloat16):
+def _meta(M, N, K, arch, out=torch.bfloat16, rowwise=False):
     t = lambda *s, d=FORMAT[arch]: torch.empty(s, dtype=d, device="meta")  # noqa: E731
+    if rowwise:
+        return t(M, K), t(N, K), t(M, 1, d=torch.float32), t(1, N, d=torch.float32), t(M, N, d=out)
     kb, nb = -(-K // 128), -(-N // 128)
     sb = torch.empty(nb, 1, kb, device="meta").expand(nb, 128, kb)
     return t(M, K), t(N, K), t(M, kb, d=torch.float32), sb, t(M, N, d=out)
 
 
-@functools.lru_cache(maxsize=None)
-def lowered(arch: str, out: str = "bf16", **options):
-    k = SUITE["gemm_fp8"].trace(*_meta(4096, 4096, 4096, arch, {"bf16": torch.bfloat16, "f32": torch.float32}[out]))
-    return CDNAFp8GemmLowering(k, arch, **dict(options)).lower()
+def _kernel(rowwise: bool):
+    return SUITE["gemm_fp8_rowwise" if rowwise else "gemm_fp8"]
 
 
 @functools.lru_cache(maxsize=None)
-def compiled(arch: str, clang: int, out: str = "bf16", mf: int = 32, hiprtc: bool = False):
-    low = lowered(arch, out, mf=mf)
+def lowered(arch: str, out: str = "bf16", rowwise: bool = False, **options):
+    meta = _meta(4096, 4096, 4096, arch, {"bf16": torch.bfloat16, "f32": torch.float32}[out], rowwise)
+    return CDNAFp8GemmLowering(_kernel(rowwise).trace(*meta), arch, **dict(options)).lower()
+
+
+@functools.lru_cache(maxsize=None)
+def compiled(arch: str, clang: int, out: str = "bf16", mf: int = 32, hiprtc: bool = False, rowwise: bool = False):
+    low = lowered(arch, out, rowwise, mf=mf)
     return low, cc.compile_hip(low.source, arch, clang, hiprtc=hiprtc)
 
 
@@ -49,9 +55,10 @@ def compiled(arch: str, clang: int, out: str = "bf16", mf: int = 32, hiprtc: boo
 
 @pytest.mark.parametrize("arch,clang", TOOLCHAINS)
 @pytest.mark.parametrize("mf", [32, 16])
-def test_fp8_isa_and_resources(arch, clang, mf):
+@pytest.mark.parametrize("rowwise", [False, True])
+def test_fp8_isa_and_resources(arch, clang, mf, rowwise):
     need_clang(clang)
-    low, r = compiled(arch, clang, mf=mf)
+    low, r = compiled(arch, clang, mf=mf, rowwise=rowwise)
     cfg = low.notes["config"]
     mnemonic = fp8_mfma(arch, mf)
     # the arch's fp8 MFMA and no other: per wave and K block, mfma_per_block of them
@@ -65,6 +72,11 @@ def test_fp8_isa_and_resources(arch, clang, mf):
         assert loop.get("buffer_load_dwordx4") == cfg.loads_per_block
         assert loop.get("ds_read_b128") == (cfg.wm + cfg.wn) // mf * (cfg.bk // (16 * 64 // mf))  # one per row block and k-slab
         assert loop.get("s_barrier") == 1 and loop.get("ds_write_b128", 0) >= cfg.loads_per_block
+        # block scales: A's row scales and B's block scale each K block; row-wise ones once, after the loop
+        assert loop.get("buffer_load_dword", 0) == (0 if rowwise else cfg.wm // mf + 1), loop
+        if rowwise:
+            scalar = r.count("buffer_load_dword") - r.count("buffer_load_dwordx4")  # count() matches prefixes
+            assert scalar == cfg.wm // mf + cfg.wn // mf * (16 if mf == 32 else 4)  # rv_col sa, rv_row sb
         # the order the pipeline needs: stage loads issued, MFMAs, then the wait for the loads, then the LDS writes
         ops = [ln.split()[0] + (" " + ln.split()[1] if ln.split()[0] == "s_waitcnt" else "")
                for ln in cc.loop_body(r.disasm).splitlines() if ln.strip() and not ln.strip().startswith("/")]
@@ -143,7 +155,7 @@ def test_fp8_config_errors_are_clear():
 
 def test_fp8_lowering_refuses_other_programs():
     k = SUITE["gemm"].trace(*(torch.empty(256, 256, dtype=torch.bfloat16, device="meta") for _ in range(3)))
-    with pytest.raises(LoweringError, match="block-scaled fp8 GEMM"):
+    with pytest.raises(LoweringError, match="scaled fp8 GEMM \\(block or row-wise scales\\)"):
         CDNAFp8GemmLowering(k, "gfx942").lower()
 
 
@@ -170,6 +182,9 @@ def test_prepare_checks_and_binds():
     be = CDNABackend()
     low, grid, argv = be.prepare(SUITE["gemm_fp8"], *_cpu_args(300, 200, 200, "gfx942"), arch="gfx942")
     assert grid == (3 * 2, 1, 1) and low.block == (256, 1, 1) and len(argv) == len(low.args)
+    a, b, _, _, c = _cpu_args(300, 200, 200, "gfx942")  # row-wise scales take the same path
+    low, grid, argv = be.prepare(SUITE["gemm_fp8_rowwise"], a, b, torch.ones(300, 1), torch.ones(1, 200), c, arch="gfx942")
+    assert grid == (3 * 2, 1, 1) and "load_col_scales" in low.source and len(argv) == len(low.args)
     with pytest.raises(TypeError, match="a has dtype float8_e4m3fn"):
         be.prepare(SUITE["gemm_fp8"], *_cpu_args(64, 64, 128, "gfx942", torch.float8_e4m3fn), arch="gfx942")
     # odd K: the rows of A and B are copied to 16-byte boundaries and the copies outlive the pointers
@@ -202,9 +217,10 @@ int main(int argc, char** argv) {
 '''
 
 
-def make_problem(M, N, K, arch, seed, lda=None, ldb=None):
+def make_problem(M, N, K, arch, seed, lda=None, ldb=None, rowwise=False):
     """fp8 A (M, K), B (N, K) in the arch's format (rows padded to lda / ldb with junk that must not count),
-    scales of varied magnitude; the float64 dequantized reference."""
+    scales of varied magnitude (block scales, or with `rowwise` sa (M, 1) and sb (1, N)); the float64
+    dequantized reference."""
     g = torch.Generator().manual_seed(seed)
     fmax = FP8_MAX[arch]
     kb, nb = -(-K // 128), -(-N // 128)
@@ -215,6 +231,10 @@ def make_problem(M, N, K, arch, seed, lda=None, ldb=None):
         return x
 
     a, b = q(M, lda or K), q(N, ldb or K)
+    if rowwise:
+        sa = torch.rand(M, 1, generator=g) * 2 ** torch.randint(-8, 0, (M, 1), generator=g).float() + 1e-3
+        sb = torch.rand(1, N, generator=g) * 2 ** torch.randint(-8, 0, (1, N), generator=g).float() + 1e-3
+        return a, b, sa, sb, (a[:, :K].double() * sa.double()) @ (b[:, :K].double() * sb.double().T).T
     sa = torch.rand(M, kb, generator=g) * 2 ** torch.randint(-8, 0, (M, kb), generator=g).float() + 1e-3
     sb = torch.rand(nb, kb, generator=g) * 2 ** torch.randint(-8, 0, (nb, kb), generator=g).float() + 1e-3
     ea = sa.double().repeat_interleave(128, 1)[:, :K]
@@ -223,12 +243,12 @@ def make_problem(M, N, K, arch, seed, lda=None, ldb=None):
     return a, b, sa, sb, ref
 
 
-def emulate(tmp_path, arch, M, N, K, out=torch.bfloat16, seed=0, lda=None, ldb=None, mf=32):
-    a, b, sa, sb, ref = make_problem(M, N, K, arch, seed, lda, ldb)
+def emulate(tmp_path, arch, M, N, K, out=torch.bfloat16, seed=0, lda=None, ldb=None, mf=32, rowwise=False):
+    a, b, sa, sb, ref = make_problem(M, N, K, arch, seed, lda, ldb, rowwise)
     av, bv = a[:, :K], b[:, :K]
-    sbv = sb.unsqueeze(1).expand(sb.shape[0], 128, sb.shape[1])
+    sbv = sb if rowwise else sb.unsqueeze(1).expand(sb.shape[0], 128, sb.shape[1])
     c = torch.empty(M, N, dtype=out)
-    k = SUITE["gemm_fp8"].trace(av, bv, sa, sbv, c)
+    k = _kernel(rowwise).trace(av, bv, sa, sbv, c)
     low = CDNAFp8GemmLowering(k, arch, mf=mf).lower()
     tensors = {"A": av, "B": bv, "SA": sa, "SB": sbv, "C": c}
     call = []
@@ -283,4 +303,13 @@ def test_emulated_fp8_gemm_matches_float64(tmp_path, arch, M, N, K, lda, ldb, mf
     got, ref, barriers, low = emulate(tmp_path, arch, M, N, K, out, seed=M + N + K, lda=lda, ldb=ldb, mf=mf)
     check_error(got, ref)
     # every work-item: one barrier in the prologue and one per K block
+    assert barriers == low.notes["config"].grid(M, N) * 256 * (1 + -(-K // 128))
+
+
+@pytest.mark.parametrize("arch,M,N,K,lda,ldb,mf,out", CASES)
+def test_emulated_rowwise_fp8_gemm_matches_float64(tmp_path, arch, M, N, K, lda, ldb, mf, out):
+    got, ref, barriers, low = emulate(tmp_path, arch, M, N, K, out, seed=3 * M + N + K, lda=lda, ldb=ldb, mf=mf,
+                                      rowwise=True)
+    assert "load_col_scales" in low.source and "promote(" not in low.source
+    check_error(got, ref)
     assert barriers == low.notes["config"].grid(M, N) * 256 * (1 + -(-K // 128))

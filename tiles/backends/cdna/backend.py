@@ -20,6 +20,8 @@ from .lower import DEFAULT_ARCH, CDNALowering, check_gemm_args
 
 # per-arch GEMM tiles (gemm_probe.DEFAULTS): gfx950 has the LDS for a 64-deep double-buffered K tile
 GEMM_TILES = {"gfx950": {"BM": 256, "BN": 256, "BK": 64}, "gfx942": {"BM": 256, "BN": 256, "BK": 32}}
+# the scaled fp8 GEMMs (block and row-wise scales): one lowering, lower_fp8.py
+FP8_KERNELS = ("gemm_fp8", "gemm_fp8_rowwise")
 
 
 class CDNABackend(Backend):
@@ -47,7 +49,7 @@ class CDNABackend(Backend):
             return True  # lower_attention.py (S^T / dP^T / dQ^T, register-prefetch pipeline)
         if kernel == "attention_bwd_dkdv":
             return True  # lower_attention.py (keys split over the waves; S / dP with queries in registers)
-        if kernel == "gemm_fp8":
+        if kernel in FP8_KERNELS:
             return True  # lower_fp8.py (fp8 MFMA, per-K-block promotion, register-staged double buffer)
         from .lower_simt import SIMT_KERNELS
 
@@ -89,7 +91,7 @@ class CDNABackend(Backend):
             from .lower_attention import CDNAAttentionBwdDkdvLowering
 
             return CDNAAttentionBwdDkdvLowering(k, arch).lower()
-        if kfn.name == "gemm_fp8":
+        if kfn.name in FP8_KERNELS:
             from .lower_fp8 import CDNAFp8GemmLowering
 
             return CDNAFp8GemmLowering(k, arch).lower()
@@ -113,7 +115,7 @@ class CDNABackend(Backend):
         import ctypes
 
         keep = ()
-        if kfn.name == "gemm_fp8":  # A, B k-contiguous with 16-byte rows (copies only when the caller's are not)
+        if kfn.name in FP8_KERNELS:  # A, B k-contiguous with 16-byte rows (copies only when the caller's are not)
             from .lower_fp8 import operands
 
             keep = tuple(operands(*args[:2]))
@@ -135,7 +137,7 @@ class CDNABackend(Backend):
             from .lower_attention import check_attention_bwd_dkdv_args
 
             check_attention_bwd_dkdv_args(*tensors.values(), D=int(kwargs["D"]))
-        elif kfn.name == "gemm_fp8":
+        elif kfn.name in FP8_KERNELS:
             from .lower_fp8 import check_fp8_args
 
             check_fp8_args(*tensors.values(), arch=arch)

@@ -187,7 +187,7 @@ class CDNAFp8GemmLowering(Lowering):
         self.options = options
 
     def _fail(self, why: str):
-        raise LoweringError(f"cdna: kernel {self.k.name!r} is not the block-scaled fp8 GEMM "
+        raise LoweringError(f"cdna: kernel {self.k.name!r} is not the scaled fp8 GEMM (block or row-wise scales) "
                             f"templates/gemm_fp8.hip.j2 implements: {why}")
 
     def match(self) -> dict:
@@ -213,12 +213,14 @@ class CDNAFp8GemmLowering(Lowering):
             raise LoweringError(f"cdna: fp8 GEMM tile {g['BM']}x{g['BN']}x{g['BK']} on {self.arch}: {e}") from None
         args = self.launch_args()
         n = self.sym_name
+        rowwise = g["scaling"] == "row"
         dims = dict(M=n(A.dims[0]), K=n(A.dims[1]), N=n(B.dims[0]), lda=n(A.strides[0]), ldb=n(B.strides[0]),
                     ldc=n(C.strides[0]), sa0=n(SA.strides[0]), sa1=n(SA.strides[1]), nb=n(SB.dims[0]),
-                    sb0=n(SB.strides[0]), sb2=n(SB.strides[2]))
+                    sb0=n(SB.strides[0]), sb1=n(SB.strides[1]) if rowwise else None,
+                    sb2=None if rowwise else n(SB.strides[2]))
         name = f"tiles_{self.k.name}_{self.arch}_{C.dtype.name}_{g['BM']}x{g['BN']}x{g['BK']}_mf{cfg.mf}"
         source = self.env.get_template("gemm_fp8.hip.j2").render(
-            cfg=cfg, name=name, template_version=TEMPLATE_VERSION, ir_name=self.k.name, ir_text=self.k.text(),
+            cfg=cfg, name=name, template_version=TEMPLATE_VERSION, rowwise=rowwise, ir_name=self.k.name, ir_text=self.k.text(),
             arg_decls=[self.arg_decl(kd, x) for kd, x in args], dims=dims, grid=self.expr(self.k.grid[0]),
             row0=self.expr(g["row0"]), col0=self.expr(g["col0"]), A=A.name, B=B.name, SA=SA.name, SB=SB.name, C=C.name)
         requires = [f"{A.name}.stride1 == 1", f"{B.name}.stride1 == 1", f"{C.name}.stride1 == 1",

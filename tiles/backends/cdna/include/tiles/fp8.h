@@ -134,6 +134,16 @@ TILES_DEV void load_row_scales(rv_col<C, MF>& v, const scales& g, int row0, int 
 #pragma unroll
   for (int j = 0; j < C / MF; ++j) v.v[j] = load_scale(g, row0 + j * MF + lane % MF, kb);
 }
+// B's column scales (row-wise scaling, an (1, N) matrix) for the rows of a C^T accumulator (acc rows =
+// columns of C): lane l needs column col0 + i * MF + row(l, r) for each row block i and register r
+template <int R, int MF>
+TILES_DEV void load_col_scales(rv_row<R, MF>& v, const scales& g, int col0) {
+  const int lane = (int)arch::lane_id();
+#pragma unroll
+  for (int i = 0; i < R / MF; ++i)
+#pragma unroll
+    for (int r = 0; r < mf_traits<MF>::nreg; ++r) v.v[i][r] = load_scale(g, 0, col0 + i * MF + mf_traits<MF>::row(lane, r));
+}
 // the promotion once per K block: acc += part * (sa[column] * sb), part being C^T (its columns are rows of C)
 template <int R, int C, int MF>
 TILES_DEV void promote(rt_acc<R, C, MF>& acc, const rt_acc<R, C, MF>& part, const rv_col<C, MF>& sa, float sb) {
