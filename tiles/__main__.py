@@ -27,6 +27,8 @@ def _examples():
         "gemm": ((t(4096, 4096), t(4096, 4096), t(4096, 4096)), {}),
         "gemm_fp8": ((t(4096, 4096, dtype=torch.float8_e4m3fn), t(4096, 4096, dtype=torch.float8_e4m3fn),
                       t(4096, 32, dtype=f32), t(32, 1, 32, dtype=f32).expand(32, 128, 32), t(4096, 4096)), {}),
+        "gemm_fp8_rowwise": ((t(4096, 4096, dtype=torch.float8_e4m3fn), t(4096, 4096, dtype=torch.float8_e4m3fn),
+                              t(4096, 1, dtype=f32), t(1, 4096, dtype=f32), t(4096, 4096)), {}),
         "attention_fwd": ((q, q, q, q, lse, D**-0.5), {"causal": True, "D": D}),
         "attention_bwd_prep": ((q, q, lse), {"D": D}),
         "attention_bwd_dkdv": ((q, q, q, q, lse, lse, q, q, D**-0.5), {"causal": True, "D": D}),
