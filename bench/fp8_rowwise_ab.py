@@ -1,0 +1,72 @@
+"""Session 34: the row-wise fp8 GEMM's (gemm_fp8_rowwise, option rowwise) launched configuration against
+candidates at the issue's five shapes, each checked against the float64 bound, then timed beside
+row-wise torch._scaled_mm (back to back and in the suite's timing; TFLOP/s, speed over launched).
+
+    PYTHONPATH=.:bench python3 bench/fp8_rowwise_ab.py
+
+Candidates: with 128 x 256 tiles the deferred store on and off (`ds`, `no_ds`: the scales now multiply
+each 64-column chunk as the epilogue stores it, so with the deferred store they run under the next
+tile's first burst); 192 x 128 tiles split by stream-K (`bm192_sk`); with 128 x 128 tiles the TMA
+store (`tma`) against stores from registers; 128 x 96 tiles where the launcher takes 128-wide ones.
+"""
+import torch
+
+import hopper_gemm_tiles as ht
+from tiles.backends.hopper import lower_fp8
+from tiles.bench import fp8
+from tiles.bench import run as bench_run
+
+SHAPES = fp8.SHAPES
+
+
+def launched(M, N, K, sms):
+    opts = lower_fp8.launch_options(M, N, K, sms)
+    if lower_fp8.defer_store_pays(opts, K, rowwise=True):
+        opts["defer_store"] = True
+    return opts
+
+
+def variants(M, N, K, sms):
+    base = launched(M, N, K, sms)
+    out = {"launched": base}
+    if base.get("BN") == 256:
+        out["ds" if not base.get("defer_store") else "no_ds"] = dict(base, defer_store=not base.get("defer_store"))
+        out["no_sk"] = dict(base, stream_k=False)
+    else:
+        if base.get("epilogue") == "regs" and base.get("BN") == 128:
+            out["tma"] = {k: v for k, v in base.items() if k not in ("epilogue", "wide_stores")}
+        if base.get("BN") == 128 and base.get("BM") == 128:
+            out["bn96"] = dict(BM=128, BN=96, stream_k=False, epilogue="regs", wide_stores=4)
+    if base.get("BM") != 192:
+        out["bm192_sk"] = dict(BM=192, BN=128, stream_k=True)
+    return out
+
+
+def main():
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for M, N, K in SHAPES:
+        n_sets = bench_run._n_sets(M * K + N * K + 2 * M * N, torch.device("cuda"))
+        sets = [fp8.make_set(M, N, K, torch.device("cuda"), 40 + s) for s in range(n_sets)]
+        fns, bad = {}, []
+        for label, cfg in variants(M, N, K, sms).items():
+            gos = [lower_fp8.launcher(x["a"], x["b"], x["sa_row"], x["sb_row"], rowwise=True, **cfg) for x in sets]
+            gos[0][1].fill_(float("nan"))
+            gos[0][0]()
+            torch.cuda.synchronize()
+            err, bound = fp8.error_and_bound_rowwise(gos[0][1], sets[0])
+            if not err <= bound:
+                bad.append(f"{label} ({err:.3g} > {bound:.3g})")
+                continue
+            fns[label] = lambda i, gos=gos: gos[i % len(gos)][0]()
+        fns["scaled_mm_rowwise"] = lambda i: torch._scaled_mm(
+            sets[i % n_sets]["a"], sets[i % n_sets]["b"].t(), scale_a=sets[i % n_sets]["sa_row"],
+            scale_b=sets[i % n_sets]["sb_row"], out_dtype=torch.bfloat16)
+        print(f"{M} x {N} x {K}: launched {launched(M, N, K, sms)}; outside the float64 bound: {bad or 'none'}",
+              flush=True)
+        for how, ms in (("back to back", ht.timed(fns, rounds=9)), ("suite timing", ht.suite_timed(fns, n_sets))):
+            print(f"  {how}:", " ".join(f"{n}={2 * M * N * K / (t * 1e-3) / 1e12:.0f}({ms['launched'] / t:.3f})"
+                                        for n, t in ms.items()), flush=True)
+
+
+if __name__ == "__main__":
+    main()
