@@ -44,7 +44,8 @@ def variants(M, N, K, sms):
 
 def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    for M, N, K in SHAPES:
+    for shape in SHAPES:
+        M, N, K = shape["M"], shape["N"], shape["K"]
         n_sets = bench_run._n_sets(M * K + N * K + 2 * M * N, torch.device("cuda"))
         sets = [fp8.make_set(M, N, K, torch.device("cuda"), 40 + s) for s in range(n_sets)]
         fns, bad = {}, []
