@@ -4,10 +4,10 @@ row-wise torch._scaled_mm (back to back and in the suite's timing; TFLOP/s, spee
 
     PYTHONPATH=.:bench python3 bench/fp8_rowwise_ab.py
 
-Candidates: with 128 x 256 tiles the deferred store on and off (`ds`, `no_ds`: the scales now multiply
-each 64-column chunk as the epilogue stores it, so with the deferred store they run under the next
-tile's first burst); 192 x 128 tiles split by stream-K (`bm192_sk`); with 128 x 128 tiles the TMA
-store (`tma`) against stores from registers; 128 x 96 tiles where the launcher takes 128-wide ones.
+Candidates (variants()): the block-scaled kernel's tile choice, 192 x 128 tiles with and without stream-K,
+128 x 96 tiles, and with 128-wide tiles the other epilogue. The scales multiply each 64-column chunk as
+the TMA epilogue stores it, so with the deferred store (128 x 256 tiles) they run under the next tile's
+first burst.
 """
 import torch
 
@@ -20,25 +20,29 @@ SHAPES = fp8.SHAPES
 
 
 def launched(M, N, K, sms):
-    opts = lower_fp8.launch_options(M, N, K, sms)
+    opts = lower_fp8.launch_options(M, N, K, sms, rowwise=True)
     if lower_fp8.defer_store_pays(opts, K, rowwise=True):
         opts["defer_store"] = True
     return opts
 
 
 def variants(M, N, K, sms):
+    """The launched options against the block-scaled kernel's choice of tile (`block_choice`, where it
+    differs), 192 x 128 tiles with and without stream-K, 128 x 96 tiles, and the other store."""
     base = launched(M, N, K, sms)
     out = {"launched": base}
-    if base.get("BN") == 256:
-        out["ds" if not base.get("defer_store") else "no_ds"] = dict(base, defer_store=not base.get("defer_store"))
-        out["no_sk"] = dict(base, stream_k=False)
-    else:
-        if base.get("epilogue") == "regs" and base.get("BN") == 128:
-            out["tma"] = {k: v for k, v in base.items() if k not in ("epilogue", "wide_stores")}
-        if base.get("BN") == 128 and base.get("BM") == 128:
-            out["bn96"] = dict(BM=128, BN=96, stream_k=False, epilogue="regs", wide_stores=4)
-    if base.get("BM") != 192:
-        out["bm192_sk"] = dict(BM=192, BN=128, stream_k=True)
+    block = lower_fp8.launch_options(M, N, K, sms)
+    if lower_fp8.defer_store_pays(block, K, rowwise=True):
+        block["defer_store"] = True
+    if block != base:
+        out["block_choice"] = block
+    for label, cfg in (("bm192_sk", dict(BM=192, BN=128, stream_k=True)), ("bm192", dict(BM=192, BN=128)),
+                       ("bn96", dict(BM=128, BN=96, stream_k=False, epilogue="regs", wide_stores=4))):
+        if cfg != base:
+            out[label] = cfg
+    if base.get("BN") == 128:
+        out["other_store"] = {k: v for k, v in base.items() if k not in ("epilogue", "wide_stores")} \
+            if base.get("epilogue") == "regs" else dict(base, epilogue="regs", wide_stores=4)
     return out
 
 

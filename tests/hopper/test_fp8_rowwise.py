@@ -50,7 +50,7 @@ def _compiled(low, tmp_path):
 
 @pytest.mark.parametrize("mnk", SHAPES)
 def test_the_launchers_choice_lowers_and_compiles(mnk, tmp_path):
-    opts = lower_fp8.launch_options(*mnk, 132)
+    opts = lower_fp8.launch_options(*mnk, 132, rowwise=True)
     if lower_fp8.defer_store_pays(opts, mnk[2], rowwise=True):
         opts["defer_store"] = True
     low = _lowered(*mnk, **opts)

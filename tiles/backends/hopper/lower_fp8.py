@@ -85,16 +85,26 @@ BN96_COST = 0.94
 SK_OVERHEAD = 0.3
 
 
-def choose(M: int, N: int, K: int, sms: int) -> dict:
+# The same three for the row-wise kernel (option rowwise), whose K loop has no scale path: its 96-wide
+# tiles cost their area and a little more (no block edge to straddle), and 192 x 128 tiles run as fast
+# per area as 128 x 256 ones. H200, session 34 (bench/fp8_rowwise_ab.py, the suite's timing, over the
+# tiles the block-scaled constants chose): 128 x 96 1.216 at 1024 x 4608 x 7168 (over 128 x 128 with
+# stream-K), 192 x 128 with stream-K 1.036 at 6144 x 7168 x 2304 and 1.013 at 8192^3 (over 128 x 256).
+ROWWISE_SPEEDS = dict(BN256_SPEEDUP=1.08, BM192_SPEEDUP=1.09, BN96_COST=0.78)
+
+
+def choose(M: int, N: int, K: int, sms: int, rowwise: bool = False) -> dict:
     """The CTA's tile (BM x BN) and whether to split the last tiles along K (stream-K), for an M x N x K
     problem on `sms` persistent CTAs. Dealt whole, each CTA takes ceil(tiles / sms) tiles in turn, so the
     run takes that many tile times; split, tiles / sms of them plus SK_OVERHEAD. In 128 x 128 tile times,
     a 128 x 256 tile costs 2 / BN256_SPEEDUP, a 192 x 128 one 1.5 / BM192_SPEEDUP and a 128 x 96 one
-    BN96_COST (never split)."""
+    BN96_COST (never split); ROWWISE_SPEEDS for the row-wise kernel."""
     kblocks = -(-K // 128)
+    sp = ROWWISE_SPEEDS if rowwise else dict(BN256_SPEEDUP=BN256_SPEEDUP, BM192_SPEEDUP=BM192_SPEEDUP,
+                                             BN96_COST=BN96_COST)
     best = None
-    for bm, bn, per_tile in ((128, 128, 1.0), (128, 256, 2 / BN256_SPEEDUP), (192, 128, 1.5 / BM192_SPEEDUP),
-                             (128, 96, BN96_COST)):
+    for bm, bn, per_tile in ((128, 128, 1.0), (128, 256, 2 / sp["BN256_SPEEDUP"]),
+                             (192, 128, 1.5 / sp["BM192_SPEEDUP"]), (128, 96, sp["BN96_COST"])):
         tiles = -(-M // bm) * -(-N // bn)
         costs = [(-(-tiles // sms) * per_tile, False)]
         if bn != 96 and split_tiles(tiles, sms, kblocks):  # 96-wide tiles are not split
@@ -362,7 +372,7 @@ class Fp8GemmLowering(Lowering):
         options = {} if tma_out else {"epilogue": "regs"}
         rowwise = SB.dim() == 2  # gemm_fp8_rowwise: SA (M, 1), SB (1, N), read once a tile
         if kwargs.get("BN", 128) == 128 and kwargs.get("BM", 128) == 128:  # the CTA's tile, by the tile count
-            options.update(launch_options(A.shape[0], B.shape[0], A.shape[1], runtime.num_sms()))
+            options.update(launch_options(A.shape[0], B.shape[0], A.shape[1], runtime.num_sms(), rowwise))
             form = None if rowwise else scales_tma_form(SA, SB)
             if form:
                 options.update(tma_scale_options(options, form))
@@ -384,16 +394,18 @@ class Fp8GemmLowering(Lowering):
             go()
 
 
-def launch_options(M: int, N: int, K: int, sms: int) -> dict:
+def launch_options(M: int, N: int, K: int, sms: int, rowwise: bool = False) -> dict:
     """The options the launcher takes for an M x N x K problem on `sms` SMs (where the caller leaves the
     tile open): choose's tile, with turns at BN = 256 (session 12) and, with the narrower tiles, stores
     from registers, 4 pairs of a row a store (ops.h store_wide): 1.00-1.016x the TMA store at the three
     issue shapes with 128-wide tiles in two runs, 0.96 / 0.94x at the two with BN = 256 (H200, session
-    17, bench/epilogue_ab.py). scale_index32 depends on the scales' strides: the caller adds it."""
-    options = choose(M, N, K, sms)
+    17, bench/epilogue_ab.py). The row-wise kernel keeps the TMA store on 128-wide tiles (1.012 / 1.015x
+    the register store at 1024 x 4608 x 7168 and 6144 x 1536 x 7168, session 34), whose epilogue also
+    applies its scales. scale_index32 depends on the scales' strides: the caller adds it."""
+    options = choose(M, N, K, sms, rowwise)
     if options["BN"] == 256:
         options["schedule"] = "pingpong"
-    else:
+    elif options["BN"] == 96 or not rowwise:
         options.update(epilogue="regs", wide_stores=4)
     return options
 
