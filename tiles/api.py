@@ -277,9 +277,9 @@ def gemm_fp8(a, b, a_scale, b_scale, out_dtype: Optional[torch.dtype] = torch.bf
     K, and b_scale (cdiv(N, 128), cdiv(K, 128)) f32, one per 128 x 128 block of b; they are applied
     once per 128-wide K block. Row-wise scales: a_scale (M, 1), one per row of a, and b_scale (1, N),
     one per row of b (a column of C); they are applied once, to the f32 sum. Either way each 128-wide
-    K block is summed on its own and added to an f32 accumulator. C (M, N) in `out_dtype` (bf16 or f32). Strides describe the
-    operands: a (K, M) tensor is passed as its view `.t()`, and so on for b and the scales. K, M and
-    N need not be multiples of 128 (the last block along K is partial).
+    K block is summed on its own and added to an f32 accumulator. C (M, N) in `out_dtype` (bf16 or
+    f32). Strides describe the operands: a (K, M) tensor is passed as its view `.t()`, and so on for b
+    and the scales. K, M and N need not be multiples of 128 (the last block along K is partial).
 
     On Hopper the fp8 tensor cores read both operands K-major from shared memory: an operand whose
     K axis is not contiguous (a (K, M) or (K, N) storage) is transposed into a K-major copy once per

@@ -37,7 +37,8 @@ stages, group_m, overlap, epilogue and the register split.
 The four ops after the mma become one fused promotion (acc += part * (sa[row] * sb)) per thread.
 The row-wise program (gemm_fp8_rowwise: SA (M, 1), SB (1, N), applied to acc after the loop) takes
 the same template with option rowwise: its promotion is acc += part, and scale_tile multiplies the
-finished tile by sa[row] * sb[col] before the epilogue (after stream-K's partial sums are added).
+finished tile by sa[row] * sb[col] in the epilogue, after stream-K's partial sums are added (with the TMA
+store one 64-column chunk at a time, so with defer_store the scaling runs under the next tile's first burst).
 The grid becomes persistent CTAs visiting the same tiles in grouped order. Hopper's fp8 wgmma reads
 both operands K-major from shared memory, so the launcher hands it K-major A and B: an operand whose
 K axis is not contiguous (the transposed layouts) is copied into a K-major tensor first (one
