@@ -1,25 +1,28 @@
-"""Session 33, prepared for the next session and not yet measured: the D = 128 forward with the two
-consumer warpgroups half a key cycle apart, so their tile ends do not coincide.
+"""Session 33 prepared, session 34 measured (not adopted): the D = 128 forward with the two consumer
+warpgroups half a key cycle apart, so their tile ends do not coincide.
 
 bench/attention_timeline.py found that a tile's boundary costs 1.5 key-block times. That is 4.5 % of a
 4k tile. Both warpgroups of a 128-row tile reach the boundary together, and neither then has wgmmas
 to keep the tensor cores busy. The turns are worth at most 0.5 % (option pingpong=false ran 0.995-0.999x,
-device_session33e.sh), so this prototype drops them. Here each CTA takes one head (B * H = the SM count:
-a measurement shape, B = 1, H = 132). The producer streams the head's key blocks cyclically, 0 .. nk - 1
-again and again, into the usual 3-stage ring. The warpgroups own separate 64-row tiles (warpgroup w rows
-(2k + w) * 64), and each has its own 16 KB Q tile, loaded by a second producer thread. Warpgroup 0's
-tiles start at steps k * nk. Warpgroup 1's start at k * nk + nk / 2 and take their keys in rotated order
-(nk / 2 .. nk - 1, 0 .. nk / 2 - 1). Its last tile is cut in two: keys 0 .. nk / 2 - 1 at the walk's start
-(the raw state, o, m and the lanes' l, saved to a workspace in fragment order) and the rest at its end,
-merged in registers before the epilogue. Both warpgroups read every stage at the same step. The output
-is attention but not the launched kernel's bits (the key order differs), so it is checked against
-float64.
+device_session33e.sh), so this prototype drops them. Work comes in items of T 128-row tile pairs of one
+head, taken head-major over a grid of one CTA an SM, so that the CTAs of a round share a few heads' keys in
+L2. For each item the producer streams the head's key blocks cyclically, 0 .. nk - 1 again and again,
+into the usual 3-stage ring. The warpgroups own separate 64-row tiles (warpgroup w rows (2k + w) * 64),
+and each has its own 16 KB Q tile, loaded by a second producer thread. Warpgroup 0's tiles start at
+steps k * nk. Warpgroup 1's start at k * nk + nk / 2 and take their keys in rotated order (nk / 2 .. nk - 1,
+0 .. nk / 2 - 1). Its last tile of an item is cut in two: keys 0 .. nk / 2 - 1 at the item's start (the raw
+state, o, m and the lanes' l, saved to a workspace in fragment order) and the rest at its end, merged in
+registers before the epilogue. Both warpgroups read every stage at the same step. The output is attention
+but not the launched kernel's bits (the key order differs), so it is checked against float64.
+
+Measured on the H200 (bench/hopper_notes.md, session 34): within the float64 bound everywhere, and
+0.93-0.96x the launched kernel (0.73-0.75x with one head a CTA, T = S / 256, which is HBM-bound).
 
     PYTHONPATH=.:bench:tests/hopper python3 bench/attention_phase.py [check]
 
-`check` (CPU) compiles it through NVRTC and asserts no spill and no serialized wgmma. On the GPU
-(main): the float64 check, then the suite's timing and back to back, beside the launched kernel and
-cuDNN, at B = 1, H = 132, S = 4k / 8k.
+`check` (CPU) compiles it through NVRTC and asserts no spill and no serialized wgmma, and checks the
+walk and the merge in Python. On the GPU (main): the float64 check, then the suite's timing and back to
+back, beside the launched kernel and cuDNN, at an L2-resident shape and the standard suite's shapes.
 """
 import sys
 
