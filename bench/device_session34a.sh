@@ -1,7 +1,6 @@
 #!/bin/sh
-# Prepared in session 33 for the next session's first call: bench/attention_phase.py, the D = 128
-# forward with its warpgroups half a key cycle apart (float64 check, then timed beside launched and
-# cuDNN at B = 1, H = 132, S = 4k / 8k).
+# Session 34's first three calls: bench/attention_phase.py, the D = 128 forward with its warpgroups half
+# a key cycle apart (float64 check, then timed beside launched and cuDNN at the shapes its main() lists).
 #   TILES_COMMIT=<commit> sh bench/device_session34a.sh
 DEVICE_PYTHONPATH=bench:tests/hopper
 . bench/device_env.sh
