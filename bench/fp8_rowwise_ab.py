@@ -19,17 +19,10 @@ from tiles.bench import run as bench_run
 SHAPES = fp8.SHAPES
 
 
-def launched(M, N, K, sms):
-    opts = lower_fp8.launch_options(M, N, K, sms, rowwise=True)
-    if lower_fp8.defer_store_pays(opts, K, rowwise=True):
-        opts["defer_store"] = True
-    return opts
-
-
 def variants(M, N, K, sms):
     """The launched options against the block-scaled kernel's choice of tile (`block_choice`, where it
     differs), 192 x 128 tiles with and without stream-K, 128 x 96 tiles, and the other store."""
-    base = launched(M, N, K, sms)
+    base = lower_fp8.launch_options(M, N, K, sms, rowwise=True)
     out = {"launched": base}
     block = lower_fp8.launch_options(M, N, K, sms)
     if lower_fp8.defer_store_pays(block, K, rowwise=True):
@@ -66,7 +59,7 @@ def main():
         fns["scaled_mm_rowwise"] = lambda i: torch._scaled_mm(
             sets[i % n_sets]["a"], sets[i % n_sets]["b"].t(), scale_a=sets[i % n_sets]["sa_row"],
             scale_b=sets[i % n_sets]["sb_row"], out_dtype=torch.bfloat16)
-        print(f"{M} x {N} x {K}: launched {launched(M, N, K, sms)}; outside the float64 bound: {bad or 'none'}",
+        print(f"{M} x {N} x {K}: launched {lower_fp8.launch_options(M, N, K, sms, rowwise=True)}; outside the float64 bound: {bad or 'none'}",
               flush=True)
         for how, ms in (("back to back", ht.timed(fns, rounds=9)), ("suite timing", ht.suite_timed(fns, n_sets))):
             print(f"  {how}:", " ".join(f"{n}={2 * M * N * K / (t * 1e-3) / 1e12:.0f}({ms['launched'] / t:.3f})"

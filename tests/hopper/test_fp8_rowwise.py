@@ -50,10 +50,7 @@ def _compiled(low, tmp_path):
 
 @pytest.mark.parametrize("mnk", SHAPES)
 def test_the_launchers_choice_lowers_and_compiles(mnk, tmp_path):
-    opts = lower_fp8.launch_options(*mnk, 132, rowwise=True)
-    if lower_fp8.defer_store_pays(opts, mnk[2], rowwise=True):
-        opts["defer_store"] = True
-    low = _lowered(*mnk, **opts)
+    low = _lowered(*mnk, **lower_fp8.launch_options(*mnk, 132, rowwise=True))
     assert low.notes["config"]["rowwise"] and low.entry.endswith("_rw")
     assert "scale_tile(acc" in low.source and "add(acc, acc, part)" in low.source  # the tile program, quoted
     _compiled(low, tmp_path)

@@ -402,12 +402,15 @@ def launch_options(M: int, N: int, K: int, sms: int, rowwise: bool = False) -> d
     issue shapes with 128-wide tiles in two runs, 0.96 / 0.94x at the two with BN = 256 (H200, session
     17, bench/epilogue_ab.py). The row-wise kernel keeps the TMA store on 128-wide tiles (1.012 / 1.015x
     the register store at 1024 x 4608 x 7168 and 6144 x 1536 x 7168, session 34), whose epilogue also
-    applies its scales. scale_index32 depends on the scales' strides: the caller adds it."""
+    applies its scales, and takes defer_store where it pays (here: nothing else in its options moves
+    that rule). scale_index32 depends on the scales' strides: the caller adds it."""
     options = choose(M, N, K, sms, rowwise)
     if options["BN"] == 256:
         options["schedule"] = "pingpong"
     elif options["BN"] == 96 or not rowwise:
         options.update(epilogue="regs", wide_stores=4)
+    if rowwise and defer_store_pays(options, K, rowwise=True):
+        options["defer_store"] = True
     return options
 
 
