@@ -28,6 +28,8 @@ sa_box_blocks=8, session 29), and with the 128 x 256 tiles
 `boxes` (session 29): the launched kernel against 8-block A-scale boxes once per 8-block group
 (sa_box_blocks=8), 4-block boxes once per group, and once a stage; where the launched tile is 128 x 256
 (8192^3), 192 x 128 tiles split by stream-K with boxes per stage and per 8-block group.
+`clusters` (session 35): the launched tile in 2-CTA clusters sharing B by multicast, with stream-K over
+the clusters (which it now takes) and without.
 `--suite` times as the standard suite does (hopper_gemm_tiles.suite_timed) instead of 20 launches back
 to back.
 
@@ -92,6 +94,19 @@ def knob_variants(M, N, K, sms):
            "group4": dict(cfg, group_m=4)}
     if cfg["stream_k"]:
         out["whole"] = whole
+    return out
+
+
+def cluster_variants(M, N, K, sms):
+    """Session 35: the launched tile in 2-CTA clusters that share B by multicast, now with stream-K over
+    the clusters' shares (`cl2`), and without it (`cl2_whole`, `whole`). Where the tile is 96 wide
+    (no clusters) there is nothing to try."""
+    cfg = launched(M, N, K, sms)
+    if cfg["BN"] == 96:
+        return {}
+    out = {"launched": cfg, "cl2": dict(cfg, cluster=2)}
+    if cfg.get("stream_k"):
+        out.update(cl2_whole=dict(cfg, cluster=2, stream_k=False), whole=dict(cfg, stream_k=False))
     return out
 
 
@@ -225,7 +240,7 @@ def print_speeds(M, N, K, ms):
 
 def main(which, suite=False, before=None):
     variants = {"tiles": tile_variants, "knobs": knob_variants, "groups": group_variants, "narrow": narrow_variants,
-                "stma": stma_variants, "boxes": box_variants, "defer": defer_variants,
+                "stma": stma_variants, "boxes": box_variants, "defer": defer_variants, "clusters": cluster_variants,
                 "before": before and before_variants(before)}[which]
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for M, N, K in SHAPES:
@@ -243,6 +258,8 @@ def main(which, suite=False, before=None):
             unsplit = ["launched (within 1% of its largest output)"]
         ms = timings(fns, len(sets), suite)
         print(M, N, K, "launched", vs["launched"], "bitwise vs", unsplit[0], same, flush=True)
+        if which == "clusters":  # the clusters' splits add in another order: each against float64
+            print("    error / bound:", {label: "%.3g / %.3g" % fp8.error_and_bound(o, sets[0]) for label, o in outs.items()})
         if which in ("stma", "boxes", "defer"):  # the same tiles and splits: every variant must store the launched kernel's bits
             print("    bitwise vs launched:", {label: torch.equal(outs["launched"], o) for label, o in outs.items()})
         print_speeds(M, N, K, ms)

@@ -121,14 +121,20 @@ def test_stream_k_kernels_compile(tmp_path):
         plain = lower_fp8.fp8_source("bf16", **cfg)["source"]
         assert "split_share" not in plain and "partial_wait" not in plain
         assert plain == lower_fp8.fp8_source("bf16", stream_k=False, **cfg)["source"]
-    with pytest.raises(ValueError, match="cluster=1"):
-        lower_fp8.fp8_source("bf16", stream_k=True, cluster=2)
+    # in 2-CTA clusters the shares are the clusters' (both CTAs take the same K range of their rows)
+    k = lower_fp8.fp8_source("bf16", stream_k=True, cluster=2, BN=256, stages=4, schedule="pingpong")
+    assert "split_share<CLUSTER>" in k["source"] and "(s * CLUSTER + rank) * CONSUMERS + cw" in k["source"]
+    c = runtime.compile_cuda(k["source"], name=k["name"] + ".cu", cache=False)
+    assert_no_spills(c, k["name"], tmp_path)
+    sass = disassemble(c.cubin, tmp_path)
+    assert "UTMALDG.2D.MULTICAST" in sass and "QGMMA.64x128x32.F32.E4M3.E4M3" in sass
     with pytest.raises(TypeError, match="stream_k"):
         lower_fp8.fp8_source("bf16", stream_k="auto")
 
 
-@pytest.mark.parametrize("cfg", [{}, {"BN": 256, "stages": 4, "schedule": "pingpong"}],
-                         ids=["bn128", "bn256_pingpong"])
+@pytest.mark.parametrize("cfg", [{}, {"BN": 256, "stages": 4, "schedule": "pingpong"}, {"cluster": 2},
+                                 {"BN": 256, "stages": 4, "schedule": "pingpong", "cluster": 2}],
+                         ids=["bn128", "bn256_pingpong", "bn128_cluster2", "bn256_pingpong_cluster2"])
 @pytest.mark.parametrize("mnk,grid", [((300, 129, 4096), 4), ((384, 640, 1024), 7), ((257, 300, 1000), 13),
                                       ((1024, 1536, 7168), None)])
 def test_stream_k_on_the_gpu(cfg, mnk, grid):

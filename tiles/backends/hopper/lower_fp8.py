@@ -164,8 +164,6 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
         raise TypeError(f"clamp_scales must be True or False, got {cfg['clamp_scales']!r}")
     if not isinstance(cfg["scale_index32"], bool):
         raise TypeError(f"scale_index32 must be True or False, got {cfg['scale_index32']!r}")
-    if cfg["stream_k"] and cfg["cluster"] != 1:
-        raise ValueError("stream_k splits tiles between single CTAs; it takes cluster=1")
     if not isinstance(cfg["scales_tma"], bool):
         raise TypeError(f"scales_tma must be True or False, got {cfg['scales_tma']!r}")
     if cfg["sa_major"] not in ("k", "m") or cfg["sb_major"] not in ("k", "n"):
