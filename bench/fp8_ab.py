@@ -98,16 +98,21 @@ def knob_variants(M, N, K, sms):
 
 
 def cluster_variants(M, N, K, sms):
-    """Session 35: the launched tile in 2-CTA clusters that share B by multicast, now with stream-K over
-    the clusters' shares (`cl2`), and without it (`cl2_whole`, `whole`). Where the tile is 96 wide
-    (no clusters) there is nothing to try."""
+    """Session 35: the launched tile in 2-CTA clusters that share B by multicast (`cl2`; with stream-K, now
+    over the clusters' shares), and 128 x 128 and 192 x 128 tiles split by stream-K in clusters."""
     cfg = launched(M, N, K, sms)
-    if cfg["BN"] == 96:
-        return {}
     out = {"launched": cfg, "cl2": dict(cfg, cluster=2)}
-    if cfg.get("stream_k"):
-        out.update(cl2_whole=dict(cfg, cluster=2, stream_k=False), whole=dict(cfg, stream_k=False))
+    for label, tile in (("bn128_sk_cl2", dict(BM=128, BN=128)), ("bm192_sk_cl2", dict(BM=192, BN=128))):
+        if (cfg["BM"], cfg["BN"], cfg.get("stream_k")) != (tile["BM"], tile["BN"], True):
+            out[label] = with_scales(M, N, K, dict(tile, stream_k=True, cluster=2, epilogue="regs", wide_stores=4))
     return out
+
+
+def with_scales(M, N, K, cfg):
+    """cfg with the scale options the launcher would add to its tile (tma_scale_options on the standard scales)."""
+    form = standard_form(M, N, K)
+    extra = lower_fp8.tma_scale_options(cfg, form) if form else {}
+    return dict(cfg, **extra) if extra else dict(cfg, scale_index32=True)
 
 
 def launch_all(sets, vs):

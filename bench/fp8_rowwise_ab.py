@@ -2,13 +2,15 @@
 candidates at the issue's five shapes, each checked against the float64 bound, then timed beside
 row-wise torch._scaled_mm (back to back and in the suite's timing; TFLOP/s, speed over launched).
 
-    PYTHONPATH=.:bench python3 bench/fp8_rowwise_ab.py
+    PYTHONPATH=.:bench python3 bench/fp8_rowwise_ab.py [clusters]
 
 Candidates (variants()): the block-scaled kernel's tile choice, 192 x 128 tiles with and without stream-K,
 128 x 96 tiles, and with 128-wide tiles the other epilogue. The scales multiply each 64-column chunk as
 the TMA epilogue stores it, so with the deferred store (128 x 256 tiles) they run under the next tile's
 first burst.
 """
+import sys
+
 import torch
 
 import hopper_gemm_tiles as ht
@@ -39,14 +41,26 @@ def variants(M, N, K, sms):
     return out
 
 
-def main():
+def cluster_variants(M, N, K, sms):
+    """Session 35: the launched tile in 2-CTA clusters sharing B by multicast, and the other tiles in clusters
+    (128 x 128 and 192 x 128 split by stream-K over the clusters, 128 x 96 whole)."""
+    base = lower_fp8.launch_options(M, N, K, sms, rowwise=True)
+    out = {"launched": base, "cl2": dict(base, cluster=2)}
+    for label, cfg in (("bn128_sk_cl2", dict(BM=128, BN=128, stream_k=True)), ("bm192_sk_cl2", dict(BM=192, BN=128, stream_k=True)),
+                       ("bn96_cl2", dict(BM=128, BN=96, stream_k=False, epilogue="regs", wide_stores=4))):
+        if {k: base.get(k) for k in cfg} != cfg:
+            out[label] = dict(cfg, cluster=2)
+    return out
+
+
+def main(which=variants):
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for shape in SHAPES:
         M, N, K = shape["M"], shape["N"], shape["K"]
         n_sets = bench_run._n_sets(M * K + N * K + 2 * M * N, torch.device("cuda"))
         sets = [fp8.make_set(M, N, K, torch.device("cuda"), 40 + s) for s in range(n_sets)]
         fns, bad = {}, []
-        for label, cfg in variants(M, N, K, sms).items():
+        for label, cfg in which(M, N, K, sms).items():
             gos = [lower_fp8.launcher(x["a"], x["b"], x["sa_row"], x["sb_row"], rowwise=True, **cfg) for x in sets]
             gos[0][1].fill_(float("nan"))
             gos[0][0]()
@@ -67,4 +81,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    main(cluster_variants if sys.argv[1:] == ["clusters"] else variants)

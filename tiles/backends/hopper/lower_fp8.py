@@ -132,11 +132,11 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
     if BK != 128 or BN not in (96, 128, 256):
         raise ValueError(f"BK must be 128 and BN 128 (the scale block; BN=256 is two of them, BN=96 three quarters "
                          f"of one), got BK={BK}, BN={BN}")
-    if BN == 96 and (cfg["stream_k"] or cfg["cluster"] != 1 or cfg["epilogue"] != "regs" or not cfg["clamp_scales"]
+    if BN == 96 and (cfg["stream_k"] or cfg["epilogue"] != "regs" or not cfg["clamp_scales"]
                      or consumers != 2 or cfg["schedule"] != "cooperative"):
-        got = {k: cfg[k] for k in ("schedule", "epilogue", "cluster", "clamp_scales", "stream_k")}
+        got = {k: cfg[k] for k in ("schedule", "epilogue", "clamp_scales", "stream_k")}
         raise ValueError("BN=96 takes two consumer warpgroups, the cooperative schedule, epilogue='regs' (a 96-wide "
-                         "tile is not whole 64-column TMA boxes), cluster=1, clamp_scales=True and no stream_k; got "
+                         "tile is not whole 64-column TMA boxes), clamp_scales=True and no stream_k; got "
                          f"consumers={consumers}, {got}")
     if consumers not in REGS:
         raise ValueError(f"consumers must be one of {sorted(REGS)} (64 rows each), got {consumers}")
