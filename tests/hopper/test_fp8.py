@@ -108,8 +108,7 @@ def test_narrow_tiles_where_128_wide_ones_leave_sms_idle():
     src = lower_fp8.fp8_source("bf16", BN=96, epilogue="regs")["source"]
     assert all(f"promote_split<{n}>(acc, part, s)" in src for n in (4, 8, 12))
     assert "split((BN * tn + BN - 1) / 128 == BN * tn / 128 ? 12" in src
-    for bad in (dict(epilogue="tma"), dict(epilogue="regs", stream_k=True), dict(epilogue="regs", cluster=2),
-                dict(epilogue="regs", clamp_scales=False)):
+    for bad in (dict(epilogue="tma"), dict(epilogue="regs", stream_k=True), dict(epilogue="regs", clamp_scales=False)):
         with pytest.raises(ValueError, match="BN=96 takes"):
             lower_fp8.fp8_source("bf16", BN=96, **bad)
     low = _lowered(BN=96, epilogue="regs")
@@ -165,6 +164,25 @@ def test_wide_tiles_and_clusters():
                      (6144, 7168, 2304): (128, 256, True), (6144, 1536, 7168): (192, 128, False),
                      (8192, 8192, 8192): (128, 256, True)}
     assert lower_fp8.choose(1024, 4224, 4096, 132) == dict(BM=128, BN=128, stream_k=False)  # 264 tiles: two whole waves
+
+
+def test_clusters_where_128_wide_split_tiles_pay():
+    """2-CTA clusters sharing B by multicast: the launcher's choice with 128 x 128 tiles split by stream-K
+    (1024 x 4608 x 7168 of the five issue shapes, session 35), not for the row-wise kernel, and not where
+    a pair would compute a whole tile row past M in a short column of tiles."""
+    clustered = {shape: lower_fp8.launch_options(*shape, 132).get("cluster", 1) for shape in
+                 [(1024, 1536, 7168), (1024, 4608, 7168), (6144, 7168, 2304), (6144, 1536, 7168), (8192, 8192, 8192)]}
+    assert clustered == {(1024, 1536, 7168): 1, (1024, 4608, 7168): 2, (6144, 7168, 2304): 1, (6144, 1536, 7168): 1,
+                         (8192, 8192, 8192): 1}
+    assert "cluster" not in lower_fp8.launch_options(1024, 4608, 7168, 132, rowwise=True)
+    split = dict(BM=128, BN=128, stream_k=True)
+    assert [lower_fp8.cluster_pays(split, m) for m in (128, 256, 384, 640, 896, 1024, 1025)] == \
+        [False, True, False, False, False, True, True]  # 1, 2, 3, 5, 7, 8, 9 tile rows
+    assert not lower_fp8.cluster_pays(dict(split, stream_k=False), 1024)
+    assert not lower_fp8.cluster_pays(dict(split, BN=256), 1024)
+    # the launched kernel's source: multicast B boxes and the clusters' shares
+    src = lower_fp8.fp8_source("bf16", **lower_fp8.launch_options(1024, 4608, 7168, 132))["source"]
+    assert "__cluster_dims__(CLUSTER, 1, 1)" in src and "tma_load_2d_multicast" in src and "split_share<CLUSTER>" in src
 
 
 def test_pingpong_option():

@@ -21,7 +21,8 @@ CONFIGS = {"bn128": {}, "bn128_regs": dict(epilogue="regs", wide_stores=4),
            "bn256_pingpong_sk": dict(BN=256, schedule="pingpong", stream_k=True),
            "bn256_pingpong_regs": dict(BN=256, schedule="pingpong", epilogue="regs"),
            "bn256": dict(BN=256), "bm192": dict(BM=192, epilogue="regs", wide_stores=4),
-           "bm192_sk": dict(BM=192, stream_k=True), "cluster2": dict(cluster=2)}
+           "bm192_sk": dict(BM=192, stream_k=True), "cluster2": dict(cluster=2),
+           "cluster2_sk": dict(cluster=2, stream_k=True), "bn96_cluster2": dict(BN=96, epilogue="regs", cluster=2)}
 
 
 def _meta(shape, strides):

@@ -15,7 +15,8 @@ straddle two B scale blocks: the promotion takes each 8-column group's scale; wh
 leave SMs idle), BM=192 takes 192 rows of the program's 128-row tiles in three
 consumer warpgroups (where 192-row tiles fill the SMs better: each output element is summed exactly as
 with 128 rows), cluster=2 pairs CTAs along M that share each B tile
-through TMA multicast, schedule="pingpong" (BN=256: the two consumer warpgroups take turns issuing their
+through TMA multicast (with stream-K the shares are the clusters'; the launcher's choice with 128 x 128
+tiles split by stream-K: cluster_pays), schedule="pingpong" (BN=256: the two consumer warpgroups take turns issuing their
 wgmmas, ordered by named barriers, so one promotes while the other's run; +0.7 to +1.4 % on the H200, the
 launcher's choice with BN=256), stream_k=True splits the last waves' tiles along K over every SM
 (include/tiles/schedule.h; the launcher passes a workspace and picks the tile and split with `choose`),
@@ -401,8 +402,11 @@ def launch_options(M: int, N: int, K: int, sms: int, rowwise: bool = False) -> d
     17, bench/epilogue_ab.py). The row-wise kernel keeps the TMA store on 128-wide tiles (1.012 / 1.015x
     the register store at 1024 x 4608 x 7168 and 6144 x 1536 x 7168, session 34), whose epilogue also
     applies its scales, and takes defer_store where it pays (here: nothing else in its options moves
-    that rule). scale_index32 depends on the scales' strides: the caller adds it."""
+    that rule). Block-scaled 128 x 128 tiles split by stream-K run in 2-CTA clusters where cluster_pays.
+    scale_index32 depends on the scales' strides: the caller adds it."""
     options = choose(M, N, K, sms, rowwise)
+    if not rowwise and cluster_pays(options, M):
+        options["cluster"] = 2
     if options["BN"] == 256:
         options["schedule"] = "pingpong"
     elif options["BN"] == 96 or not rowwise:
@@ -410,6 +414,18 @@ def launch_options(M: int, N: int, K: int, sms: int, rowwise: bool = False) -> d
     if rowwise and defer_store_pays(options, K, rowwise=True):
         options["defer_store"] = True
     return options
+
+
+def cluster_pays(options: dict, M: int) -> bool:
+    """Whether the launcher pairs CTAs along M in 2-CTA clusters that share each B tile by multicast: with
+    128 x 128 tiles split by stream-K (over the clusters' shares), where the pairs leave few CTAs computing
+    a tile row past M (an even count of tile rows, or 8 or more). H200, session 35 (bench/fp8_ab.py
+    clusters, over single CTAs): 1.083-1.088 back to back and 1.096-1.123 in the suite's timing at
+    1024 x 4608 x 7168, in three runs; the other tiles lost or tied (128 x 256 0.98-1.03, 192 x 128
+    0.98-0.99, 128 x 96 0.93-0.96). The row-wise kernel's tiles did not gain (0.95-1.02)."""
+    rows = -(-M // options.get("BM", 128))
+    return (options.get("BM", 128) == 128 and options.get("BN", 128) == 128 and bool(options.get("stream_k"))
+            and rows >= 2 and (rows % 2 == 0 or rows >= 8))
 
 
 def stage_scales_pay(options: dict, form: dict) -> bool:
