@@ -546,11 +546,11 @@ def bind(kern: dict, A, B, SA, SB, C, sms: Optional[int] = None):
         raise ValueError(f"scale_index32: the scales' K offsets pass 2^31 elements (a_scale strides {SA.stride()}, "
                          f"b_scale {SB.stride()}, K={K}); this kernel takes them in 32 bits, use scale_index32=False")
     # K-major operands (the fp8 wgmma's only form) with 16-byte aligned rows for TMA, as bytes
-    ops8 = []
-    for t in (A, B):
-        if t.stride(1) != 1 and t.shape[1] > 1:
-            t = transpose.kmajor(t)  # the transposed layouts: one K-major copy per call
-        ops8.append(gemm_probe._tma_ready(t.view(torch.uint8), K))
+    ops8 = [A, B]
+    mn = [i for i, t in enumerate(ops8) if t.stride(1) != 1 and t.shape[1] > 1]
+    for i, t in zip(mn, transpose.kmajor_all([ops8[i] for i in mn])):  # the transposed layouts: K-major copies
+        ops8[i] = t
+    ops8 = [gemm_probe._tma_ready(t.view(torch.uint8), K) for t in ops8]
     tma_out = cfg["epilogue"] == "tma"
     kkey = (kern["name"], kern["source"], torch.cuda.current_device())
     k = _kernels.get(kkey)

@@ -2,7 +2,8 @@
 
 Hopper's fp8 wgmma reads A and B K-major from shared memory only, so tiles.gemm_fp8 hands it a K-major
 copy of an operand whose K axis is not the contiguous one (the challenge's A as K x M, B as K x N).
-torch's strided copy moves those single bytes at a few hundred GB/s; this kernel moves words.
+torch's strided copy moves those single bytes at a few hundred GB/s; this kernel moves 16-byte vectors,
+both operands in one launch.
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from . import gemm_probe, runtime
 
 SOURCE = gemm_probe.TEMPLATES / "transpose_bytes.cu"
 ENTRY = "tiles_transpose_bytes"
-TILE = 64
+TILE = 128
 _loaded: dict = {}  # device -> the loaded kernel
 
 
@@ -23,22 +24,39 @@ def _kernel():
     return _loaded[dev]
 
 
+def _takes(t) -> bool:
+    """Whether the kernel copies t: 2-D, 1-byte elements, stored MN-major, on the GPU, K within the grid."""
+    return t.dim() == 2 and t.element_size() == 1 and t.stride(0) == 1 and t.is_cuda and t.shape[1] <= 65535 * TILE
+
+
 def kmajor(t):
-    """A copy of the 2-D tensor t (X x K, 1-byte elements) with K contiguous and rows padded to 16 bytes
-    (a view of the first K columns), for t stored MN-major (t.stride(0) == 1). Other strides take
-    torch's copy."""
+    """A K-major copy of the 2-D tensor t (X x K, 1-byte elements): kmajor_all's, for one tensor."""
+    return kmajor_all([t])[0]
+
+
+def kmajor_all(ts) -> list:
+    """K-major copies of the 2-D tensors ts (each X x K, 1-byte elements), with K contiguous and rows padded
+    to 16 bytes (views of the first K columns): one launch for every two tensors stored MN-major
+    (t.stride(0) == 1); other strides take torch's copy."""
     import torch
 
-    if t.dim() != 2 or t.element_size() != 1 or t.stride(0) != 1 or not t.is_cuda or t.shape[1] > 65535 * TILE:
-        return t.contiguous()
-    X, K = t.shape
-    src = t.view(torch.uint8).t()  # K x X, rows of X contiguous bytes
-    ld_out = -(-K // 16) * 16
-    out = torch.empty(X, ld_out, dtype=torch.uint8, device=t.device)
-    if X and K:
-        ld_in = src.stride(0)
-        words = src.data_ptr() % 4 == 0 and ld_in % 4 == 0 and ld_out % 4 == 0
-        args = [runtime.arg_ptr(src), runtime.arg_i64(ld_in), runtime.arg_ptr(out), runtime.arg_i64(ld_out),
-                runtime.arg_i32(K), runtime.arg_i32(X), runtime.arg_i32(int(words))]
-        _kernel().launch((-(-X // TILE), -(-K // TILE)), (256,), args)
-    return out[:, :K].view(t.dtype)
+    outs, jobs = [], []
+    for t in ts:
+        if not _takes(t):
+            outs.append(t.contiguous())
+            continue
+        X, K = t.shape
+        src = t.view(torch.uint8).t()  # K x X, rows of X contiguous bytes
+        out = torch.empty(X, -(-K // 16) * 16, dtype=torch.uint8, device=t.device)
+        outs.append(out[:, :K].view(t.dtype))
+        if X and K:
+            ptr, ld = src.data_ptr(), src.stride(0)
+            align = next(a for a in (16, 4, 1) if ptr % a == 0 and ld % a == 0)
+            jobs.append((K, X, [runtime.arg_ptr(src), runtime.arg_i64(ld), runtime.arg_ptr(out),
+                                runtime.arg_i64(out.stride(0)), runtime.arg_i32(K), runtime.arg_i32(X),
+                                runtime.arg_i32(align)]))
+    for i in range(0, len(jobs), 2):
+        pair = jobs[i:i + 2]  # one matrix: its arguments twice, and the grid's z of 1
+        grid = (-(-max(X for _, X, _ in pair) // TILE), -(-max(K for K, _, _ in pair) // TILE), len(pair))
+        _kernel().launch(grid, (256,), pair[0][2] + pair[-1][2])
+    return outs
