@@ -12,8 +12,9 @@ several (the causal pairs, the turns that run on across programs, Q released in 
 iteration). `--only gemm_fp8` runs the fp8 GEMM (scale loads and scales by TMA, scale rows taken 2 or 4
 at a time among them) with
 its last tiles split along K (stream-K): at an issue shape where the launcher splits them, and on grids
-of a few CTAs, at both tile widths and with 192-row tiles, where tiles split into many shares; and once
-in the transposed storage (the K-major copies of transpose.py); 128 x 256 tiles with defer_store (each
+of a few CTAs, at both tile widths and with 192-row tiles, where tiles split into many shares, also over
+2-CTA clusters (and 96-wide tiles in clusters, with a pair's extra tile row past M); twice in the
+transposed storage (the K-major copies of transpose.py, both operands in one launch); 128 x 256 tiles with defer_store (each
 whole tile stored under the next tile's first burst) on grids of 2-5 CTAs, with and without stream-K.
 """
 import sys
@@ -97,6 +98,10 @@ if only == "gemm_fp8":
                 go, _ = lower_fp8.launcher(x["a"], x["b"], x["sa"], x["sb"], stream_k=True, sms=grid, scales_tma=True,
                                            sa_per_group=True, sa_box_blocks=blocks, **tma_cfg)
                 go()
+        if cfg.get("BM", 128) == 128:  # stream-K over 2-CTA clusters sharing B by multicast (session 35)
+            go, _ = lower_fp8.launcher(x["a"], x["b"], x["sa"], x["sb"], stream_k=True, sms=grid, scales_tma=True,
+                                       cluster=2, **tma_cfg)
+            go()
     # rows that are not 16-byte aligned, taken 2 (18 K blocks) or 4 (17) at a time (session 28)
     for (M, N, K), grid, cfg in (((384, 768, 2304), 4, dict(BN=256, schedule="pingpong", stream_k=True)),
                                  ((260, 1000, 2100), 5, dict(stream_k=True)),
@@ -119,8 +124,11 @@ if only == "gemm_fp8":
     go, _ = lower_fp8.launcher(x["a"], x["b"], x["sa_km"].t(), x["sb_kn"].t(), BN=96, epilogue="regs", scales_tma=True,
                                sa_major="m", sb_major="n")
     go()
-    x = fp8.make_set(200, 300, 1000, dev, 2)  # the transposed storage: K-major copies by transpose.py first
-    tiles.gemm_fp8(x["a_km"].t(), x["b_kn"].t(), x["sa_km"].t(), x["sb_kn"].t(), backend=be.name)
+    go, _ = lower_fp8.launcher(x["a"], x["b"], x["sa"], x["sb"], BN=96, epilogue="regs", cluster=2)  # a pair per 96-wide B tile
+    go()
+    for M, N, K in ((200, 300, 1000), (256, 384, 1024)):  # the transposed storage: K-major copies by transpose.py
+        x = fp8.make_set(M, N, K, dev, 2)  # (4- and 1-byte rows, then 16-byte ones), both operands in one launch
+        tiles.gemm_fp8(x["a_km"].t(), x["b_kn"].t(), x["sa_km"].t(), x["sb_kn"].t(), backend=be.name)
     torch.cuda.synchronize()
     print("sanitize_suite: ran gemm_fp8 stream-K")
     sys.exit(0)
