@@ -19,7 +19,10 @@ QUERY = "clocks.sm,power.draw,clocks_event_reasons.active"
 
 
 def sample(fn, flops, seconds=2.5):
-    """(median SM MHz, median W, the reasons seen (hex masks), TFLOP/s) while fn(i) runs back to back."""
+    """(median SM MHz, median W, the reasons seen (hex masks), TFLOP/s) while fn(i) runs back to back
+    (after one call outside the samples: a first call may compile)."""
+    fn(0)
+    torch.cuda.synchronize()
     smi = subprocess.Popen(["nvidia-smi", f"--query-gpu={QUERY}", "--format=csv,noheader,nounits", "-lms", "50"],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     t0, n = time.time(), 0
