@@ -38,8 +38,7 @@ if only == "split":  # option split_tail (session 32): every program in parts, a
     # (2, 2000, 2000, 8, ...): 256 programs at D = 128 (176 at 64), so 132 whole tiles come first
     for B, Sq, Sk, H, Hkv, D, causal, parts in ((1, 300, 333, 4, 2, 128, False, 3), (2, 2000, 2000, 8, 4, 128, False, 3),
                                                 (1, 400, 400, 2, 1, 128, True, 3), (1, 500, 640, 3, 1, 64, False, 2),
-                                                (2, 2000, 2000, 8, 8, 64, False, 4),
-                                                (2, 2000, 2000, 8, 4, 128, False, "stream"), (1, 300, 333, 2, 1, 128, False, "stream")):
+                                                (2, 2000, 2000, 8, 8, 64, False, 4)):
         q = torch.randn(B, Sq, H, D, device=dev, dtype=torch.bfloat16)
         k = torch.randn(B, Sk, Hkv, D, device=dev, dtype=torch.bfloat16)
         o, lse = torch.empty_like(q), torch.empty(B, H, Sq, device=dev)
@@ -47,7 +46,7 @@ if only == "split":  # option split_tail (session 32): every program in parts, a
         cfg = W.config("attention_fwd", D=D, causal=causal, Sq=Sq)
         go = W.prepare(attention_fwd, q, k, k, o, lse, D ** -0.5, causal=causal, D=D, options=opts, **cfg)
         go()
-        assert go.split[1] > 1 or go.split[2], go.split
+        assert go.split[1] > 1, go.split
         ran.append(f"split{go.split}")
     torch.cuda.synchronize()
     print(f"sanitize_suite: ran attention_fwd split_tail {', '.join(ran)}")

@@ -33,41 +33,6 @@ def test_plan_standard_shapes():
             split.plan(2048, 132, 32, parts=bad)
 
 
-def test_plan_tail_takes_stream_shares_where_they_are_cheaper():
-    # 68 tiles left over on 132 SMs: one share of 68·32/132 = 16.5 key blocks a CTA against 3 parts' two
-    # rounds of 10.7 blocks (plus 2 a unit for the prologue and epilogue)
-    assert split.plan_tail(2048, 132, 32, uniform=True) == split.Plan(1980, 1, 132)
-    assert split.plan_tail(2048, 132, 128, uniform=True) == split.Plan(1980, 1, 132)
-    assert split.plan_tail(2048, 132, 32, uniform=False) == split.Plan(1980, 3)  # causal: trips differ
-    assert split.plan_tail(2048, 132, 32, uniform=True, stream=False) == split.Plan(1980, 3)
-    assert split.plan_tail(2048, 132, 32, uniform=True, parts=5) == split.Plan(1980, 5)
-    assert split.plan_tail(32, 132, 8, uniform=True) == split.Plan(0, 4)  # shares of 2 trips cost more
-    assert split.plan_tail(32, 132, 8, uniform=True, stream=True) == split.Plan(0, 1, 132)
-    assert split.plan_tail(264, 132, 32, uniform=True) == split.Plan(264)  # whole waves: nothing split
-
-
-@pytest.mark.parametrize("tail,trips,shares", [(68, 32, 132), (68, 128, 132), (32, 8, 132), (6, 3, 132), (5, 7, 6),
-                                               (1, 2, 3), (131, 64, 132)])
-def test_stream_shares_cover_each_trip_once(tail, trips, shares):
-    """core/split.py's rule (tiles/split.h mirrors it): each share touches two programs at most; every
-    trip of the tail is in exactly one item; a program's parts (stream_slots) are the items that hold its
-    trips, in trip order, each at slot s · shares + b."""
-    held = {}
-    for b in range(shares):
-        items = split.stream_items(b, shares, tail, trips)
-        assert len(items) <= 2
-        for s, t, lo, hi in items:
-            assert 0 <= lo < hi <= trips and 0 <= t < tail
-            for kb in range(lo, hi):
-                assert (t, kb) not in held
-                held[t, kb] = s * shares + b
-    assert len(held) == tail * trips
-    for t in range(tail):
-        slots = [held[t, kb] for kb in range(trips)]
-        in_order = [x for i, x in enumerate(slots) if i == 0 or slots[i - 1] != x]
-        assert split.stream_slots(t, shares, tail, trips) == in_order
-
-
 def test_schedule_splits_long_non_causal_forwards():
     from tiles.backends.hopper.lower_attention import SPLIT_TAIL_KEYS, WarpSpecializedLowering as W
 
@@ -96,10 +61,6 @@ def test_refusals():
         _lower(options={"split_tail": True, "persistent": False})
     with pytest.raises(LoweringError, match="window=False"):
         _lower(causal=True, options={"split_tail": True})
-    with pytest.raises(LoweringError, match="'parts', 'stream' or a positive int"):
-        _lower(options={"split_tail": "shares"})
-    # every plan renders the same source: the launcher passes the plan as arguments
-    assert _lower(options={"split_tail": "stream"}).source == _lower(options={"split_tail": True}).source
 
 
 @pytest.mark.parametrize("D,causal", [(128, False), (128, True), (64, False)])
@@ -112,9 +73,7 @@ def test_split_forward_compiles(D, causal, tmp_path):
         opts["window"] = False  # the heavy-first walk: the pairs' walk has no units to cut
     low = _lower(D=D, causal=causal, options={**opts, "split_tail": True})
     assert low.notes["split"]["merge"] == low.entry + "_merge"
-    assert "split_range(kb_begin, kb_end, split_lo, split_hi, split_den)" in low.source
-    assert "split_unit(prog, split_at, programs, tile, part, split_lo, split_hi, split_den);" in low.source
-    assert "split_at.units_of(blockIdx.x, programs)" in low.source
+    assert "split_range(kb_begin, kb_end, part, split_parts)" in low.source
     assert "merge_parts<%d>" % D in low.source
     c = runtime.compile_cuda(low.source, name=low.entry + ".cu", cache=False)
     assert_no_spills(c, low.entry, tmp_path)
@@ -162,9 +121,6 @@ SHORT = [
     (1, 190, 450, 2, 2, 128, True, 4),         # causal bottom-right, rows with no key at all
     (1, 1000, 1000, 4, 4, 64, False, True),    # 192-row tiles in three warpgroups
     (2, 500, 640, 3, 1, 64, True, 2),
-    (1, 1000, 1000, 4, 2, 128, False, "stream"),  # stream shares of one or two trips, most of them in two programs
-    (1, 300, 333, 2, 1, 128, False, "stream"),    # fewer trips than shares: empty shares
-    (1, 1000, 1000, 4, 4, 64, False, "stream"),
 ]
 
 
@@ -179,24 +135,22 @@ def test_split_short_grids_against_float64(shape):
     dtype = torch.float16 if D == 64 and causal else torch.bfloat16
     q, k, v = _inputs(B, Sq, Sk, H, Hkv, D, dtype, sum(shape[:6]))
     o, lse, go = _run(q, k, v, causal, parts)
-    whole, r, shares = go.split
-    assert whole == 0 and (r > 1 or shares == torch.cuda.get_device_properties(0).multi_processor_count), go.split
-    assert (shares > 0) == (parts == "stream")  # every program in parts, or in the shares
+    whole, r = go.split
+    assert whole == 0 and r > 1, go.split  # every program in parts
     check_attention_fwd(o, lse, q, k, v, causal, D ** -0.5)
     o2, lse2, _ = _run(q, k, v, causal, parts)
     assert torch.equal(o, o2) and torch.equal(lse, lse2), "the split forward is not bitwise repeatable"
 
 
-@pytest.mark.parametrize("how", ["parts", "stream", True])
-def test_split_standard_shape_whole_tiles_bitwise(how):
+def test_split_standard_shape_whole_tiles_bitwise():
     needs.hopper_gpu()
     B, S, H, D = 4, 4096, 16, 128
     q, k, v = _inputs(B, S, S, H, H, D, torch.bfloat16, 7)
     o1, l1, g1 = _run(q, k, v, False, False)
-    o2, l2, g2 = _run(q, k, v, False, how)
+    o2, l2, g2 = _run(q, k, v, False, True)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    whole, parts, shares = g2.split
-    assert whole == 2048 // sms * sms and (parts > 1) == (how == "parts") and (shares == sms) == (how != "parts"), g2.split
+    whole, parts = g2.split
+    assert whole == 2048 // sms * sms and parts > 1, g2.split
     # the walk's tile order (non-causal: program 0 fastest, in reverse): which rows the split tiles hold
     grid0 = S // 128
     t = torch.arange(whole, 2048)
@@ -221,7 +175,7 @@ def test_split_forward_in_a_cuda_graph():
     needs.hopper_gpu()
     q, k, v = _inputs(1, 1000, 1000, 4, 2, 128, torch.bfloat16, 3)
     o, lse, go = _run(q, k, v, False, 3)
-    assert go.split == (0, 3, 0)
+    assert go.split == (0, 3)
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
         go()

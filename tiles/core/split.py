@@ -5,7 +5,6 @@ R covers [start + p·n // R, start + (p+1)·n // R) of a loop of n trips. merge_
 merge the interpreter runs and the device merges are tested against.
 """
 import math
-from dataclasses import dataclass
 
 
 def part_range(start: int, stop: int, part: int, parts: int):
@@ -62,69 +61,3 @@ def plan(programs: int, workers: int, trips: int, parts=None, overhead: float = 
     best = min(costs.values())
     r = min(x for x, c in costs.items() if c <= best * 1.03)
     return (programs, 1) if r == 1 else (whole, r)
-
-
-def share_begin(b: int, shares: int, tail: int, trips: int) -> int:
-    """First trip of stream share b of `shares`, counting the tail's `tail` programs' `trips` trips end to end."""
-    return b * tail * trips // shares
-
-
-def stream_items(b: int, shares: int, tail: int, trips: int):
-    """The items of stream share b (tiles/split.h split_unit): [(s, program of the tail, lo, hi)] for its
-    item s = 0 (where it starts) and, where it runs on into the next program, s = 1. A share is shorter
-    than a program (tail < shares), so it touches two at most; an empty share has no item."""
-    lo, hi = share_begin(b, shares, tail, trips), share_begin(b + 1, shares, tail, trips)
-    if lo == hi:
-        return []
-    t0 = lo // trips
-    items = [(0, t0, lo - t0 * trips, min(trips, hi - t0 * trips))]
-    if hi > (t0 + 1) * trips:
-        items.append((1, t0 + 1, 0, hi - (t0 + 1) * trips))
-    return items
-
-
-def stream_slots(t: int, shares: int, tail: int, trips: int):
-    """The workspace slots (item s of share b at s · shares + b) of tail program t's parts, in trip order:
-    the share that ran on into t from the one before (its item 1), then those that start in t."""
-    def owner(i):
-        b = i * shares // (tail * trips)
-        while b + 1 < shares and share_begin(b + 1, shares, tail, trips) <= i:
-            b += 1
-        while share_begin(b, shares, tail, trips) > i:
-            b -= 1
-        return b
-    lo = t * trips
-    slots = []
-    for b in range(owner(lo), owner(lo + trips - 1) + 1):
-        begin = share_begin(b, shares, tail, trips)
-        if begin == share_begin(b + 1, shares, tail, trips):
-            continue  # an empty share
-        slots.append(shares + b if begin < lo else b)
-    return slots
-
-
-@dataclass(frozen=True)
-class Plan:
-    """A split walk: `whole` programs whole, then the tail in `parts` parts of each program (shares == 0),
-    or laid end to end and cut into `shares` equal shares, one a CTA (stream-K's way)."""
-    whole: int
-    parts: int = 1
-    shares: int = 0
-
-
-def plan_tail(programs: int, workers: int, trips: int, uniform: bool, parts=None, overhead: float = 2.0,
-              stream=None) -> Plan:
-    """The cheaper of `plan`'s parts and stream shares for the tail: a share costs tail·trips / workers
-    trips plus `overhead` for each of the (up to) two programs it touches, against plan's rounds of parts.
-    Shares need every program to run the same trips (`uniform`: a non-causal loop). parts=R forces parts;
-    stream=True forces shares, stream=False parts."""
-    whole, r = plan(programs, workers, trips, parts, overhead)
-    tail = programs - programs // workers * workers
-    if parts is not None or stream is False or not uniform or tail == 0 or trips < 2:
-        return Plan(whole, r)
-    share = tail * trips / workers
-    cost_stream = share + overhead * (2 if share > 1 else 1)
-    cost_parts = -(-tail * r // workers) * (trips / r + overhead) if whole < programs else trips + overhead
-    if stream or cost_stream < cost_parts:
-        return Plan(programs // workers * workers, 1, workers)
-    return Plan(whole, r)

@@ -503,15 +503,10 @@ class WarpSpecializedLowering(Lowering):
     def plan_split(self) -> None:
         """Option split_tail: the persistent walk's last partial wave in parts of the pipelined loop
         (tiles/split.h). The loop must declare merge=k.lse_merge(out, lse); the stores of out and lse
-        are the top-level register stores after it, and go to the workspace for a part. The value is the
-        launcher's (core/split.py plan_tail): True, the cheaper of parts and stream shares; "parts" or
-        "stream" forces one; an int R forces R parts. The source is the same for each."""
+        are the top-level register stores after it, and go to the workspace for a part."""
         self.split = None
-        how = self.options.get("split_tail", False)
-        if how is False:
+        if not self.options.get("split_tail", False):
             return
-        if not (how is True or how in ("parts", "stream") or (isinstance(how, int) and how >= 1)):
-            self._fail(f"option split_tail is True, False, 'parts', 'stream' or a positive int of parts, got {how!r}")
         k, merge = self.k, self.loop.merge
         if merge is None:
             self._fail("option split_tail: the pipelined loop declares no merge= (k.lse_merge(out, lse)), so "
@@ -560,7 +555,7 @@ class WarpSpecializedLowering(Lowering):
             part = (f"store(split_ws + (long long)(prog - split_whole) * {BM * C}, {C}LL, {BM}, {C}, {self.var(t)}, "
                     "wg_row0, 0);")
         else:
-            part = (f"store(split_ws + (long long)split_at.slots(programs) * {BM * C} + "
+            part = (f"store(split_ws + (long long)(programs - split_whole) * split_parts * {BM * C} + "
                     f"(prog - split_whole) * {BM}, 1LL, {BM}, {self.var(t)}, wg_row0);")
         what = ("its rows normalized by its own sums" if self.split["stores"][id(n)] == "out"
                 else "its rows' log-sum-exp")
@@ -1553,14 +1548,13 @@ class WarpSpecializedLowering(Lowering):
             sig += [f"long long {self.sym_name(s)}" for s in P.strides]
         sig += [f"float {self.sym_name(s)}" for s in k.scalars]
         if self.split is not None:  # the launcher's plan: whole programs, then parts (tiles/split.h)
-            sig += ["float* __restrict__ split_ws", "int split_whole", "int split_parts", "int split_shares",
-                    "int split_trips"]
+            sig += ["float* __restrict__ split_ws", "int split_whole", "int split_parts"]
         split_bounds = []
         if self.split is not None:
             i = self.sym_name(self.loop.index)
             split_bounds = [f"int {i}_begin = {self.expr(self.loop.start)}, {i}_end = {self.expr(self.loop.stop)};",
-                            f"if (part >= 0) split_range({i}_begin, {i}_end, split_lo, split_hi, split_den);  "
-                            "// a part or share: its key blocks"]
+                            f"if (part >= 0) split_range({i}_begin, {i}_end, part, split_parts);  "
+                            "// a part: its share of the key blocks"]
         BM = self.BM
         tags = [(f"wd{self.wide_stores}", self.wide_stores), ("ra", bool(self.resident)), ("pp", self.pingpong),
                 ("rot", self.deferred is not None), ("h", self.hoisted), ("np", not self.persistent), ("f", self.fold),
@@ -1596,7 +1590,7 @@ class WarpSpecializedLowering(Lowering):
             args += [("stride64", s) for s in P.strides]
         args += [("f32", s) for s in k.scalars]
         if self.split is not None:
-            args += [("split_ws",), ("split_whole",), ("split_parts",), ("split_shares",), ("split_trips",)]
+            args += [("split_ws",), ("split_whole",), ("split_parts",)]
         return Lowered(kernel=k, backend="hopper", arch=self.arch, entry=name, source=src,
                        block=(128 * (1 + self.consumers), 1, 1), shared_bytes=self.smem_bytes, args=args,
                        headers=header_files(str(runtime.INCLUDE_DIR)),
@@ -1750,19 +1744,13 @@ class WarpSpecializedLowering(Lowering):
         sp = low.notes.get("split")
         if sp is not None:  # option split_tail: the last partial wave walked in parts (tiles/split.h)
             loop = k.main_loop()
-            ends = []  # the trips at both ends (a causal loop's count runs with program 0); shares need them equal
+            trips = 0  # the heaviest program's (a causal loop's count runs with program 0; both ends)
             for p0 in (0, grid0 - 1):
                 at = dict(env, pid0=p0, pid1=0, pid2=0)
-                ends.append(int(ir.evaluate(ir.as_expr(loop.stop), at)) - int(ir.evaluate(ir.as_expr(loop.start), at)))
-            trips, forced = max(ends), (options or {}).get("split_tail")
-            pl = split.plan_tail(programs, runtime.num_sms(), trips, uniform=ends[0] == ends[1],
-                                 parts=forced if isinstance(forced, int) and not isinstance(forced, bool) else None,
-                                 stream={"stream": True, "parts": False}.get(forced))
-            whole, parts, shares = pl.whole, pl.parts, pl.shares
-            if shares:  # one share a CTA: the grid is the shares
-                grid = (shares, 1, 1)
-            slots = 2 * shares if shares else (programs - whole) * parts
-            ws_floats = slots * sp["rows"] * (sp["cols"] + 1)
+                trips = max(trips, int(ir.evaluate(ir.as_expr(loop.stop), at)) - int(ir.evaluate(ir.as_expr(loop.start), at)))
+            forced = (options or {}).get("split_tail")
+            whole, parts = split.plan(programs, runtime.num_sms(), trips, None if forced is True else forced)
+            ws_floats = (programs - whole) * parts * sp["rows"] * (sp["cols"] + 1)
             if whole == programs:  # nothing to split at this launch: the kernel without the option
                 plain = {**(options or {}), "split_tail": False}
                 low = cls._lowering(k, plain)
@@ -1804,10 +1792,6 @@ class WarpSpecializedLowering(Lowering):
                 argv.append(runtime.arg_i32(whole))
             elif a[0] == "split_parts":
                 argv.append(runtime.arg_i32(parts))
-            elif a[0] == "split_shares":
-                argv.append(runtime.arg_i32(shares))
-            elif a[0] == "split_trips":
-                argv.append(runtime.arg_i32(trips))
         if sp is None:
             def go():  # the caller's tensors stay the caller's: only per-call copies are held here
                 kern.launch(grid, low.block, argv, smem=low.shared_bytes)
@@ -1826,7 +1810,7 @@ class WarpSpecializedLowering(Lowering):
                 merge.launch(merge_grid, (128, 1, 1), call)
                 return copies
         go.lowered, go.copies = low, copies
-        go.split = None if sp is None else (whole, parts, shares)
+        go.split = None if sp is None else (whole, parts)
         return go
 
     @classmethod
