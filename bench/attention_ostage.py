@@ -39,7 +39,20 @@ def _sub(src, pattern, repl, count=1, first=False):
     return new
 
 
+def _as_split_form(src: str) -> str:
+    """The kernel without the split tail, its O and L stores written as the split form's (part -1
+    always), so that one set of edits serves both."""
+    src = _sub(src, r"(      const int kb_stop = ceil_div\(K_shape1, 128\);\n)",
+               lambda m: "      constexpr int part = -1;  // no split tail: every unit a whole tile\n" + m.group(1))
+    for t in ("O", "L"):
+        src = _sub(src, rf"      (store\({t} \+ pid2[^\n]*\n)",
+                   lambda m: "      if (part < 0) {\n        " + m.group(1) + "      } else {  // no parts\n        (void)0;\n      }\n")
+    return src
+
+
 def edit(src: str, late: bool = False) -> str:
+    if "split_unit(" not in src:
+        src = _as_split_form(src)
     src = _sub(src, r"constexpr int WG_ROWS = [^\n]*\n", lambda m: m.group(0) + HELPERS)
     # the other warpgroup's last S has read the stage's K: arrive on my partner's barrier
     src = _sub(src, r"( *)if \(kb \+ 1 == kb_stop\) release\(S\.once_empty\[0\]\);[^\n]*\n",
@@ -94,15 +107,16 @@ def check():
     from test_compile import assert_no_spills
     from tiles.backends.hopper import runtime
     from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
-    opts = {**(W.SCHEDULES.get(("attention_fwd", 128)) or {}), "split_tail": True}
-    low = _lower(D=128, causal=False, launched=True, options=opts)
-    for name, fn in VARIANTS.items():
-        for inst in (False, True):
-            src = fn(tl.edit(low.source) if inst else low.source)
-            c = runtime.compile_cuda(src, name=f"{low.entry}_{name}{int(inst)}.cu", cache=False)
-            with tempfile.TemporaryDirectory() as d:
-                assert_no_spills(c, low.entry, pathlib.Path(d))
-            print(name, "instrumented" if inst else "", "compiled:", c.resources.get(low.entry), flush=True)
+    for extra in ({}, {"split_tail": True}):
+        opts = {**(W.SCHEDULES.get(("attention_fwd", 128)) or {}), **extra}
+        low = _lower(D=128, causal=False, launched=True, options=opts)
+        for name, fn in VARIANTS.items():
+            for inst in (False, True):
+                src = fn(tl.edit(low.source) if inst else low.source)
+                c = runtime.compile_cuda(src, name=f"{low.entry}_{name}{int(inst)}.cu", cache=False)
+                with tempfile.TemporaryDirectory() as d:
+                    assert_no_spills(c, low.entry, pathlib.Path(d))
+                print(extra, name, "instrumented" if inst else "", "compiled:", c.resources.get(low.entry), flush=True)
 
 
 def set_map(kern, o):
@@ -139,13 +153,13 @@ def prepare(W, attention_fwd, q, k, v, o, lse, variant, instrumented):
     return go, kern
 
 
-def main():
+def main(shapes=(4096, 8192, 16384), timeline=True):
     import torch
     from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
     from tiles.kernels import attention_fwd
     D, H = 128, 16
     names = ("launched", *VARIANTS)
-    for S in (4096, 8192, 16384):
+    for S in shapes:
         B = 16384 // S
         o = torch.empty(B, S, H, D, device="cuda", dtype=torch.bfloat16)
         sets = split.input_sets(B, S, H, D, o=o)
@@ -167,7 +181,7 @@ def main():
         fns = {n: (lambda i, g=g: g[i % 3]()) for n, g in plain.items()}
         fns["sdpa_cudnn"] = split.cudnn_fn(sets)
         split.report(fns, 4 * B * H * S * S * D, f"S={S} B={B}", suite=True, rounds=7)
-        if S > 8192:
+        if S > 8192 or not timeline:
             continue
         programs = B * H * S // 128
         whole, parts = getattr(plain["launched"][0], "split", None) or (programs, 1)
@@ -187,4 +201,9 @@ def main():
 
 
 if __name__ == "__main__":
-    check() if sys.argv[1:] == ["check"] else main()
+    if sys.argv[1:] == ["check"]:
+        check()
+    elif sys.argv[1:]:  # S values: timed only, no timeline
+        main(tuple(int(a) for a in sys.argv[1:]), timeline=False)
+    else:
+        main()
