@@ -1,7 +1,7 @@
 """Session 37: the rescale form of the block-scaled fp8 GEMM (option `rescale`) against the launched
 promotion, at the shapes that launch the 128 x 256 ping-pong kernel, beside row-wise `_scaled_mm`.
 
-    PYTHONPATH=.:bench python3 bench/fp8_rescale_ab.py [--suite]
+    PYTHONPATH=.:bench python3 bench/fp8_rescale_ab.py [--suite]    (at dbc82d9: the option was removed after it)
 
 The launched kernel sums each K block into a scratch accumulator and folds it into the f32 sum with one
 FFMA an element, acc = fmaf(part, sa[row] * sb, acc). The rescale form keeps acc in units of the

@@ -61,7 +61,7 @@ ARCH = runtime.ARCH
 DEFAULTS = dict(stages=6, group_m=8, producer_regs=None, consumer_regs=None, epilogue="tma", overlap=True, cluster=1,
                 schedule="cooperative", stream_k=False, clamp_scales=True, wide_stores=0, scale_index32=False,
                 scales_tma=False, sa_major="k", sb_major="k", sa_group=1, sb_group=1,
-                sa_per_group=False, sa_box_blocks=4, defer_store=False, rowwise=False, rescale=False)
+                sa_per_group=False, sa_box_blocks=4, defer_store=False, rowwise=False)
 # setmaxnreg budgets (producer, consumer) by consumer warpgroups, where the options leave them open: the
 # register file is 64K a SM. Three consumers get 160 each: acc (64) + part (64) fit, a second scratch does not.
 REGS = {1: (40, 232), 2: (40, 232), 3: (24, 160)}
@@ -200,12 +200,6 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
     if cfg["defer_store"] and cfg["schedule"] != "pingpong":
         raise ValueError("defer_store stores a finished tile under the next tile's first burst of wgmmas in turns: it "
                          f"takes schedule='pingpong' (BN=256), got schedule={cfg['schedule']!r}, BN={BN}")
-    if not isinstance(cfg["rescale"], bool):
-        raise TypeError(f"rescale must be True or False, got {cfg['rescale']!r}")
-    if cfg["rescale"] and not (cfg["schedule"] == "pingpong" and cfg["scales_tma"] and not cfg["rowwise"]):
-        raise ValueError("rescale keeps the 128 x 256 ping-pong kernel's sum in its latest K block's units: it takes "
-                         "schedule='pingpong', scales_tma=True and block scales (rowwise=False), got "
-                         f"schedule={cfg['schedule']!r}, scales_tma={cfg['scales_tma']!r}, rowwise={cfg['rowwise']!r}")
     if "stages" not in over:  # the default ring, as deep as shared memory allows
         while cfg["stages"] > 2 and _smem(cfg, BM, BN, BK) > SMEM_LIMIT:
             cfg["stages"] -= 1
@@ -216,7 +210,7 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
         + (f"_st{cfg['sa_major']}{cfg['sb_major']}" if cfg["scales_tma"] else "") \
         + (f"_rg{cfg['sa_group']}{cfg['sb_group']}" if cfg["sa_group"] > 1 or cfg["sb_group"] > 1 else "") \
         + ("_pg" if cfg["sa_per_group"] else "") + ("8" if cfg["sa_box_blocks"] == 8 else "") \
-        + ("_ds" if cfg["defer_store"] else "") + ("_rw" if cfg["rowwise"] else "") + ("_rs" if cfg["rescale"] else "")
+        + ("_ds" if cfg["defer_store"] else "") + ("_rw" if cfg["rowwise"] else "")
     name = (name or "tiles_gemm_fp8_{ot}_{BM}x{BN}x{BK}".format(ot=ot, **cfg)) + suffix
     smem = _smem(cfg, BM, BN, BK)
     if smem > SMEM_LIMIT:
