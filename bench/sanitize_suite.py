@@ -3,6 +3,8 @@ compute-sanitizer (memcheck, racecheck, synccheck, initcheck) runs over.
 
     compute-sanitizer --tool memcheck --report-api-errors no python3 bench/sanitize_suite.py [--only attention]
 
+`--only ring` runs the D = 128 forward with option ring_store (O by TMA from the last key block's ring
+stage): walks of more programs than SMs, causal programs that see no key, a short grid.
 `--only split` runs the forward with option split_tail (every program in parts, causal parts
 that see no key, and walks with whole tiles first). `--only fused` runs the backward through
 attention_bwd_fused (dQ added by the reducer warp's TMA reduces), D = 64 and 128, causal and not, with GQA and tails, then the split backward at the small
@@ -29,8 +31,25 @@ be = backends.for_device(dev)
 torch.manual_seed(0)
 ran = []
 only = sys.argv[2] if sys.argv[1:2] == ["--only"] else None
-if only not in (None, "attention", "gemm_fp8", "fused", "split"):
-    sys.exit(f"--only takes attention, gemm_fp8, fused or split, got {only!r}")
+if only not in (None, "attention", "gemm_fp8", "fused", "split", "ring"):
+    sys.exit(f"--only takes attention, gemm_fp8, fused, split or ring, got {only!r}")
+if only == "ring":  # option ring_store (session 37)
+    from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
+    from tiles.kernels import attention_fwd
+
+    for B, Sq, Sk, H, Hkv, causal in ((4, 1000, 1000, 8, 4, False), (4, 1000, 1000, 8, 4, True),
+                                      (3, 700, 300, 8, 2, True), (1, 200, 260, 2, 1, False)):
+        q = torch.randn(B, Sq, H, 128, device=dev, dtype=torch.bfloat16)
+        k = torch.randn(B, Sk, Hkv, 128, device=dev, dtype=torch.bfloat16)
+        o, lse = torch.empty_like(q), torch.empty(B, H, Sq, device=dev)
+        cfg = W.config("attention_fwd", D=128, causal=causal, Sq=Sq)
+        go = W.prepare(attention_fwd, q, k, k, o, lse, 128 ** -0.5, causal=causal, D=128,
+                       options={"peel": True, "ring_store": True}, **cfg)
+        go()
+        ran.append(f"ring_store_{B}x{Sq}x{Sk}_causal{int(causal)}")
+    torch.cuda.synchronize()
+    print(f"sanitize_suite: ran attention_fwd ring_store {', '.join(ran)}")
+    sys.exit(0)
 if only == "split":  # option split_tail (session 32): every program in parts, and a walk with whole tiles first
     from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
     from tiles.kernels import attention_fwd

@@ -86,7 +86,7 @@ from . import gemm_probe, runtime
 ARCH = runtime.ARCH
 CTYPE = {"bf16": "bf16", "f16": "f16", "f32": "float"}
 SMEM_LIMIT = gemm_probe.SMEM_LIMIT
-RESERVED = {"S", "pos", "cw", "wg_row0", "held", "pid0", "pid1", "pid2", "smem_raw", "alloc", "map", "min", "max",
+RESERVED = {"S", "pos", "cw", "wg_row0", "held", "out_stage", "staged", "pid0", "pid1", "pid2", "smem_raw", "alloc", "map", "min", "max",
             "prog", "it", "programs", "grid0", "grid1", "grid2", "release", "heads", "window", "w0", "in_w",
             "slot", "done", "pair", "n_pairs", "per_head", "w_at", "level", "head", "streamed",
             # C++ keywords a tile name could collide with (attention's `do` tile)
@@ -104,6 +104,13 @@ WINDOW_MB = 16  # L2 a window of heads may fill (the H200 has 50 MB, in two halv
 # prologues cost more than the tail's idle SMs. Causal grids walk in pairs (plan_window), which the
 # split does not cut: the heavy-first walk it needs ran 0.90-0.92x at D = 128.
 SPLIT_TAIL_KEYS = {128: 4096, 64: 8192}
+# The D = 128 forward stores O by TMA from the last key block's ring stage (option ring_store) up to these
+# query lengths, non-causal and causal (None: every length). H200, session 37 (bench/attention_ring_store.py,
+# back to back / the suite's timing, over the choice before): non-causal 1.090 / 1.095 at S = 512, 1.056 /
+# 1.063 at 1k, 1.025 / 1.026 at 2k, and 1.011 / 0.995 at 4k against the split tail, which it does not
+# take; causal 1.078-1.088 at 512 (over option tma_store), 1.072-1.080 at 1k, 1.046-1.048 at 2k, 1.032 at 4k,
+# 1.025-1.037 at 8k and 1.023-1.044 at 16k (the causal walk's programs are short on average).
+RING_STORE_QUERIES = {False: 2048, True: None}
 
 
 def _tma_ready(t) -> bool:
@@ -217,7 +224,7 @@ class WarpSpecializedLowering(Lowering):
         known = {"stages", "consumers", "pingpong", "rotate", "hoist", "persistent", "order", "fold", "early_release",
                  "window", "continuous_turns", "uniform_warpgroup", "tree_max", "prefetch", "ds_stages",
                  "reducer", "whole_tile_stores", "peel", "wide_stores", "tma_store",
-                 "stmatrix", "vec_tma", "resident", "quad_sums", "split_tail"}
+                 "stmatrix", "vec_tma", "resident", "quad_sums", "split_tail", "ring_store"}
         unknown = set(self.options) - known
         if unknown:
             self._fail(f"unknown options {sorted(unknown)} (known: {sorted(known)})")
@@ -547,6 +554,96 @@ class WarpSpecializedLowering(Lowering):
         if self.split["row"] != self.expr(l.attrs["row"]):
             self._fail(f"option split_tail: {merge.out.name} and {merge.lse.name} must be stored at the same row")
 
+    ring_stores: Dict[int, Tuple[ir.Tile, str]] = {}  # option ring_store (plan_ring_store)
+    keep_held = False  # the tile end's wait keeps the held stage for ring_store
+
+    def plan_ring_store(self) -> None:
+        """Option ring_store: a 16-bit register tile stored once after the pipelined loop (the forward's
+        O) goes to global memory by TMA from the last iteration's ring stage, carved out of a shared tile
+        that only the loop's first mma reads (K): every warpgroup's last S has read it once the tile ends,
+        so its bytes are free until the stage goes back to the producer. Option tma_store's staging tiles
+        cost the D = 128 forward a ring stage; these cost nothing. Named barrier 8 + cw tells a warpgroup
+        that the other one's last read of that tile has retired; the stage is handed back under the next
+        program's first turn, once the store has read it (pingpong with the rotated loop peeled)."""
+        self.ring_stores: Dict[int, Tuple[ir.Tile, str]] = {}  # id(store) -> (carved ring tile, staging type)
+        if not self.options.get("ring_store", False):
+            return
+        if not (self.pingpong and self.deferred is not None and self.peel and self.continuous_turns()):
+            self._fail("option ring_store hands the stage back under the next program's first turn: it takes "
+                       "PingPong with the rotated loop peeled (option peel) and continuous turns")
+        if not self.persistent or self.loop not in self.k.body:
+            self._fail("option ring_store: a persistent walk whose pipelined loop is a top-level statement")
+        if self.split is not None or self.tma_stores or self.reduces or self.written:
+            self._fail("option ring_store: not with split_tail, tma_store, TMA reduces or written shared tiles "
+                       "(their named barriers and stores are its own)")
+        k = self.k
+        readers = {}  # ring tile -> the loop mmas reading it
+        for x in self.loop_body:
+            if isinstance(x, ir.Op) and x.name == "mma":
+                for t in x.ins:
+                    if t in self.ring:
+                        readers.setdefault(id(t), []).append(x)
+        free = [t for t in self.ring if readers.get(id(t)) and self.deferred not in readers[id(t)]]
+        after = k.body[k.body.index(self.loop) + 1:]
+        for o in [n for n in after if isinstance(n, ir.Op) and n.name == "store"]:
+            t, view = o.ins
+            P = view.param
+            if (t.kind != "reg" or t in self.flipped or t in self.split_k or view.rank != 2
+                    or view.kept[1] != P.rank - 1 or P.rank > 4 or P.dtype.name not in ("bf16", "f16") or t.cols % 64):
+                continue  # stored from registers, as without the option
+            need = self.consumers * self.WG_ROWS * t.cols * 2
+            fits = [r for r in free if math.prod(self.stored(r)) * r.dtype.bytes >= need]
+            if not fits:
+                self._fail(f"option ring_store: no ring tile read only by the loop's first mma holds {need} bytes "
+                           f"for {t.name}", o)
+            self._write_map(o, self.WG_ROWS, f"option ring_store: {P.name} is also loaded")
+            self.ring_stores[id(o)] = (fits[0], f"st<{CTYPE[P.dtype.name]}, WG_ROWS, {t.cols}>")
+            return  # one store a program: its stage is the last iteration's
+        self._fail("option ring_store: no 16-bit register tile is stored after the pipelined loop")
+
+    def continuous_turns(self) -> bool:
+        return bool(self.pingpong and self.deferred is not None and self.options.get("continuous_turns", True))
+
+    def store_ring(self, n: ir.Op, pending: List[_Group], pad: str) -> List[str]:
+        """A store of option ring_store: into this warpgroup's part of the kept stage's tile, then one
+        thread's TMA store; a program with no iteration kept no stage and stores from registers. (A test
+        of `staged` here, for a stage a program with no iteration did not give back, makes ptxas
+        serialize the loop's wgmmas, C7519.)"""
+        t, view = n.ins
+        lines: List[str] = []
+        self.wait_for([t], pending, lines, pad)
+        src, typ = self.ring_stores[id(n)]
+        c = self.tma_coords(view, n.attrs["row"], n.attrs["col"])
+        at = view.param.rank - 1 - view.kept[0]
+        c[at] = f"{c[at]} + wg_row0"
+        m = self.maps[(id(view.param), self.WG_ROWS)]
+        plain = self.op_line(n)
+        # (a program with an iteration gave the last program's stage back under its first turn; one with
+        # none leaves it to the next that has one: `staged` is only ever set here, where it is free)
+        return lines + [
+            f"{pad}if (out_stage >= 0) {{",
+            f"{pad}  arch::bar_sync(8 + cw, 256);  // the other warpgroup's last read of {self.var(src, 'out_stage')} has retired",
+            f"{pad}  auto& stage = carve<{typ[3:-1]}, CONSUMERS>({self.var(src, 'out_stage')}, cw);",
+            f"{pad}  store(stage, {self.var(t)}, 0);  // registers -> swizzled shared, as {view.param.dtype.name}",
+            f"{pad}  arch::fence_proxy_async();  // generic-proxy stores, visible to the TMA unit",
+            f"{pad}  arch::bar_sync(4 + cw, 128);",
+            f"{pad}  if (wg_thread() == 0) {{",
+            f"{pad}    store_async_4d({m}, stage, {', '.join(c)});",
+            f"{pad}    arch::tma_store_commit();",
+            f"{pad}  }}",
+            f"{pad}  staged = out_stage;  // handed back under the next program's first turn",
+            f"{pad}}} else {{",
+            f"{pad}  {plain}",
+            f"{pad}}}"]
+
+    @staticmethod
+    def give_back(stage: str) -> List[str]:
+        """Option ring_store: the kept stage goes back to the producer once this warpgroup's store has read it."""
+        return ["if (wg_thread() == 0) arch::tma_store_wait_read<0>();  // the store has read the stage",
+                "arch::bar_sync(4 + cw, 128);",
+                f"release(S.ring.empty[{stage}]);",
+                f"{stage} = -1;"]
+
     def split_store(self, n: ir.Op, pad: str) -> List[str]:
         """A store of the merge's out or lse: the whole tile's, or a part's into the workspace."""
         BM, C = self.BM, self.split["cols"]
@@ -630,8 +727,19 @@ class WarpSpecializedLowering(Lowering):
                 accs.append(g.acc)
         lines.append(f"{pad}mma_wait<{len(keep)}>({', '.join(self.var(a) for a in accs)});")
         if release and any(g.stage == "held" for g in retired) and not any(g.stage == "held" for g in keep):
-            lines.append(f"{pad}if (held >= 0) release(S.ring.empty[held]), held = -1;  // its last reader retired")
+            if self.keep_held:  # option ring_store: the stage is kept for the store after the loop
+                lines.append(f"{pad}const int out_stage = held;  // kept (-1: no iteration): the store after the loop "
+                             "stages its tile there")
+                lines.append(f"{pad}held = -1;")
+            else:
+                lines.append(f"{pad}if (held >= 0) release(S.ring.empty[held]), held = -1;  // its last reader retired")
         pending[:] = keep
+        carved = {id(src) for src, _ in self.ring_stores.values()}
+        if self.in_loop_body and any(id(t) in carved for g in retired for t in g.reads) \
+                and not any(id(t) in carved for g in keep for t in g.reads):
+            i = self.sym_name(self.loop.index)
+            lines.append(f"{pad}if ({i} + 1 == {self.loop_stop}) arch::bar_arrive(8 + (1 - cw), 256);  "
+                         "// my last read of the kept stage's tile: the other warpgroup may store through it")
         for t in {t for g in retired for t in g.reads if id(t) in self.early}:
             if self.in_loop_body and not any(t in g.reads for g in keep):
                 i = self.sym_name(self.loop.index)
@@ -892,6 +1000,9 @@ class WarpSpecializedLowering(Lowering):
             if n.name == "store" and id(n) in self.tma_stores:
                 lines += self.store_tma(n, pending, pad)
                 continue
+            if n.name == "store" and id(n) in self.ring_stores:
+                lines += self.store_ring(n, pending, pad)
+                continue
             if n.name == "store" and self.split is not None and id(n) in self.split["stores"]:
                 self.wait_for(_tiles_of(n), pending, lines, pad)
                 lines += self.split_store(n, pad)
@@ -908,6 +1019,10 @@ class WarpSpecializedLowering(Lowering):
                     lines += self.deferred_mma(pad, pending, "the previous iteration's", guard=not self.peel)
                 if self.pingpong and n is self.turn_arrive:
                     lines.append(f"{pad}arch::bar_arrive(2 - cw, 256);  // the other warpgroup's turn")
+                if self.ring_stores and self.peeling and n is self.turn_arrive:
+                    lines.append(f"{pad}if (staged >= 0) {{  // the last program's stage, once its store has read it")
+                    lines += [f"{pad}  {x}" for x in self.give_back("staged")]
+                    lines.append(f"{pad}}}")
                 continue
             self.wait_for(_tiles_of(n), pending, lines, pad)
             lines.append(pad + (self.folded_line(n, fold[1]) if fold is not None else self.op_line(n)))
@@ -1095,7 +1210,7 @@ class WarpSpecializedLowering(Lowering):
             return out
 
         start, stop = self.bounds(n)
-        if main and self.early:  # the last iteration releases the early one-shot tiles
+        if main and (self.early or self.ring_stores):  # the last iteration releases the early one-shot tiles
             lines.append(f"{pad}const int {self.sym_name(n.index)}_stop = {stop};")
             stop = self.loop_stop = f"{self.sym_name(n.index)}_stop"
         outer, self.in_loop_body = self.in_loop_body, main
@@ -1148,7 +1263,9 @@ class WarpSpecializedLowering(Lowering):
         if main:
             for t in self.quad_sums:
                 lines.append(f"{pad}row_sum_finish({self.var(t)});  // the quad's four lanes' parts of each row's sum")
+            self.keep_held = bool(self.ring_stores)
             self.wait_for([g.acc for g in pending], pending, lines, pad)
+            self.keep_held = False
         if depth == 0 and self.persistent and any(x is self.loop for x in self.k.walk([n])):
             # the top-level statement that holds the pipelined loop: the one-shot tiles are read no more
             self.wait_for([g.acc for g in pending], pending, lines, pad)
@@ -1461,11 +1578,12 @@ class WarpSpecializedLowering(Lowering):
             self.early.pop(tid, None)
         self.plan_window()
         self.plan_split()
+        self.plan_ring_store()
         # PingPong with the rotation: the turns run on across the loop's runs and programs (the first is
         # handed to warpgroup 0 once, before the first program): warpgroup 0 starts its next program's
         # first mma while warpgroup 1 issues its last one and finishes, instead of after warpgroup 1's
         # epilogue. Option continuous_turns=False: turns start afresh with every run of the loop.
-        self.continuous = bool(self.pingpong and self.deferred is not None and self.options.get("continuous_turns", True))
+        self.continuous = self.continuous_turns()
         pre = ["if (cw == 1) arch::bar_arrive(1, 256);  // warpgroup 0 takes the first turn"] if self.continuous else []
         post = ["if (cw == 0) arch::bar_sync(1, 256);  // warpgroup 1's last hand-over: no barrier left half-arrived"
                 ] if self.continuous else []
@@ -1497,6 +1615,8 @@ class WarpSpecializedLowering(Lowering):
             if any(x.outs[0] is t for x in self.prefetch.values()):
                 kind = decls[-1].split(f" {self.var(t)};")[0]
                 decls.append(f"{kind} {self.var(t)}_next;  // the next iteration's {t.name}, loaded ahead")
+        if self.ring_stores:
+            decls.append("int staged = -1;  // a ring stage an O store may still read (option ring_store)")
         if self.ds_stages == 2:
             decls.append("int dsb = 0;  // which copy of " + ", ".join(t.name for t in self.written) + " this block writes")
         consumer = self.consumer(k.body, 0, [])
@@ -1523,7 +1643,7 @@ class WarpSpecializedLowering(Lowering):
             t, P = o.ins[0], o.ins[1].param
             shared.append(f"st<{CTYPE[P.dtype.name]}, WG_ROWS, {t.cols}> {self.tma_stores[id(o)]}[CONSUMERS];  // "
                           f"each consumer warpgroup's rows of {t.name}, for the TMA store into {P.name}")
-        if self.tma_stores:  # the stores have read shared memory before the CTA exits
+        if self.tma_stores or self.ring_stores:  # the stores have read shared memory before the CTA exits
             post.append("if (wg_thread() == 0) arch::tma_store_wait<0>();  // this warpgroup's TMA stores are done")
         if self.reducer:  # the reducer's last reads of the staging tiles, before the CTA exits
             post.append("arch::bar_sync(4 + 2 * cw, 128 + 32);  // the reducer has read the last staging tile")
@@ -1561,6 +1681,7 @@ class WarpSpecializedLowering(Lowering):
                 ("qs", bool(self.quad_sums)), ("w", self.window_bytes),
                 ("t", self.tree_max), ("pf", bool(self.prefetch)), ("d2", self.ds_stages == 2), ("r", self.reducer),
                 ("ws", self.options.get("whole_tile_stores", False)), ("pl", self.peel), ("ts", bool(self.tma_stores)),
+                ("rs", bool(self.ring_stores)),
                 ("nsm", not self.options.get("stmatrix", True)), ("vt", bool(self.vec_tma)),
                 ("st", self.split is not None)]
         name = "tiles_{}_hopper_{}_{}_s{}c{}{}".format(
@@ -1841,8 +1962,10 @@ class WarpSpecializedLowering(Lowering):
         non-causal at S = 512 / 1k, 1.080 / 1.044x causal, 0.98-1.00x from 4k. At D = 128 its staging
         tiles cost the forward a ring stage: 0.70-0.92x, but 1.046x causal at S = 512, where a program
         runs at most four key blocks (session 19). Only where every 16-bit tensor suits TMA (16-byte
-        aligned base and outer strides, unit inner stride). The D = 64 fused backward takes its
-        vectors by TMA (vec_tma) non-causal only."""
+        aligned base and outer strides, unit inner stride). The D = 128 forward up to
+        RING_STORE_QUERIES stores O by TMA from the last key block's ring stage instead (ring_store),
+        where the split tail does not cut the keys. The D = 64 fused backward takes its vectors by TMA
+        (vec_tma) non-causal only."""
         import torch
         opts = dict(cls.SCHEDULES.get((kernel, D)) or {})
         Sq = tensors[0].shape[1] if tensors and isinstance(tensors[0], torch.Tensor) else None
@@ -1855,11 +1978,19 @@ class WarpSpecializedLowering(Lowering):
             # autograd, 1.03x / 1.05x the kernel alone at 4k / 16k; causal 0.92-1.04x, 0.97x alone at
             # 16k, in two calls each (session 22)
             opts["vec_tma"] = not causal
-        if opts.get("tma_store") and not all(_tma_ready(t) for t in tensors if isinstance(t, torch.Tensor)
-                                             and t.element_size() == 2):
-            del opts["tma_store"]  # stored from registers, which takes any strides
         Sk = tensors[1].shape[1] if len(tensors) > 1 and isinstance(tensors[1], torch.Tensor) else 0
-        if kernel == "attention_fwd" and not causal and "tma_store" not in opts and Sk >= SPLIT_TAIL_KEYS.get(D, math.inf):
+        split_tail = kernel == "attention_fwd" and not causal and Sk >= SPLIT_TAIL_KEYS.get(D, math.inf)
+        top = RING_STORE_QUERIES[bool(causal)]
+        if kernel == "attention_fwd" and D == 128 and Sq is not None and (top is None or Sq <= top) and not split_tail:
+            # O by TMA from the last key block's K tile: no staging tiles of its own, so the ring keeps its
+            # stages (tma_store's cost a stage at D = 128) and the peel stays
+            opts.pop("tma_store", None)
+            opts.update(peel=True, ring_store=True)
+        if (opts.get("tma_store") or opts.get("ring_store")) and not all(
+                _tma_ready(t) for t in tensors if isinstance(t, torch.Tensor) and t.element_size() == 2):
+            opts.pop("tma_store", None)  # stored from registers, which takes any strides
+            opts.pop("ring_store", None)
+        if split_tail and "tma_store" not in opts:
             opts["split_tail"] = True
         return opts or None
 

@@ -57,6 +57,16 @@ template <typename T, int R, int C, int SW = 128> struct alignas(1024) st {
   __device__ u32 addr() const { return arch::smem_addr(data); }
 };
 
+// Tile i of N R x C tiles carved out of a larger shared tile whose bytes are free: its last reader has
+// retired, and its ring stage is not handed back until the carved tiles' own readers are done. A TMA
+// staging area that costs no shared memory of its own (the forward's O, in the last key block's K).
+// Every carved tile starts 1024-byte aligned, as the swizzle needs.
+template <typename T, int R, int C, int N, typename Big>
+__device__ __forceinline__ st<T, R, C>& carve(Big& big, int i) {
+  static_assert(N * st<T, R, C>::bytes <= int(sizeof(Big)), "the carved tiles do not fit in the shared tile");
+  return *reinterpret_cast<st<T, R, C>*>(reinterpret_cast<unsigned char*>(&big) + i * st<T, R, C>::bytes);
+}
+
 // sv<C>: a window of C floats in shared memory, one TMA box of a vector (the backward's LSE and Delta
 // of a query block), loaded into a ring stage beside the stage's tiles. 128-byte aligned: TMA's
 // destination alignment for an unswizzled box.

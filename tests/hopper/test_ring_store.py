@@ -1,0 +1,149 @@
+"""Option ring_store of the warp-specialized attention lowering: the forward's O stored by TMA from the
+last key block's ring stage (its K tile, which both warpgroups' last S have read), not from registers.
+
+On the CPU: the lowering's refusals, what the generated source does (the carved staging tiles, the
+hand-over between the warpgroups, the stage given back under the next program's first turn), and that
+it compiles through NVRTC without spills, its wgmmas not serialized, with a TMA store in the SASS. On
+an sm_90 GPU: the output bitwise as without the option (the same sums, another path to memory) over
+persistent walks of many programs, query and key tails, GQA, fp16, and causal rows that see no key
+(programs with no iteration keep no stage and store from registers)."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import needs  # tests/hopper is on sys.path
+from tiles.core.lowering import LoweringError
+
+
+def _lower(D=128, causal=False, options=None):
+    from test_attention_lower import _lower as lower
+    return lower(D=D, causal=causal, options=options, launched=True)
+
+
+def test_refusals():
+    with pytest.raises(LoweringError, match="peel"):
+        _lower(options={"ring_store": True})  # the rotated loop not peeled
+    with pytest.raises(LoweringError, match="split_tail"):
+        _lower(options={"peel": True, "ring_store": True, "split_tail": True})
+    with pytest.raises(LoweringError, match="tma_store"):
+        _lower(options={"peel": True, "ring_store": True, "tma_store": True})
+    with pytest.raises(LoweringError, match="persistent"):
+        _lower(options={"peel": True, "ring_store": True, "persistent": False})
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_source(causal):
+    low = _lower(causal=causal, options={"peel": True, "ring_store": True})
+    src = low.source
+    # O's rows of each warpgroup in its half of the kept stage's K tile, then one thread's TMA store
+    assert "carve<bf16, WG_ROWS, 128, CONSUMERS>(S.kt[out_stage], cw)" in src
+    assert "store_async_4d(map_O, stage," in src
+    assert "const int out_stage = held;" in src and "if (held >= 0) release(S.ring.empty[held])" in src  # the loop's
+    # the other warpgroup's last S has read K: one arrive an iteration's end, one wait before the store
+    assert src.count("if (kb + 1 == kb_stop) arch::bar_arrive(8 + (1 - cw), 256);") == 2
+    assert src.count("arch::bar_sync(8 + cw, 256);") == 1
+    # the stage goes back under the next program's first turn (the peeled iteration), once read
+    peeled = src.split("the first iteration, peeled")[1].split("for (int kb = 1;")[0]
+    assert "release(S.ring.empty[staged]);" in peeled and "tma_store_wait_read<0>" in peeled
+    # the LSE still from registers; O from registers only where no iteration kept a stage
+    assert "store(L + " in src and "} else {\n        store(O + " in src
+    plain = _lower(causal=causal, options={"peel": True})
+    assert "carve<" not in plain.source and plain.entry != low.entry
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_compiles_without_spills_or_serialized_wgmmas(causal, tmp_path):
+    runtime = needs.nvrtc()
+    from test_compile import assert_no_spills
+    from sass import disassemble
+    low = _lower(causal=causal, options={"peel": True, "ring_store": True})
+    c = runtime.compile_cuda(low.source, name=low.entry + ".cu", cache=False)
+    assert_no_spills(c, low.entry, tmp_path)  # also: no C7519 (a test of `staged` at the store caused one)
+    sass = disassemble(c.cubin, tmp_path)
+    assert "UTMASTG" in sass and "HGMMA" in sass and "USETMAXREG" in sass
+
+
+def test_schedule():
+    from tiles.backends.hopper.lower_attention import RING_STORE_QUERIES, WarpSpecializedLowering as W
+
+    def opts(D, S, causal=False, o=None):
+        q = torch.empty(1, S, 1, D, dtype=torch.bfloat16)
+        return W.schedule("attention_fwd", D, (q, q, q, q if o is None else o, torch.empty(1, 1, S)), causal) or {}
+    for causal, top in RING_STORE_QUERIES.items():
+        got = opts(128, top or 16384, causal)
+        assert got.get("ring_store") is True and got.get("peel") is True and "tma_store" not in got
+        assert top is None or "ring_store" not in opts(128, top + 1, causal)
+    assert opts(128, 512, causal=True) == {"peel": True, "ring_store": True}  # in place of tma_store
+    assert "ring_store" not in opts(64, 512)  # D = 64 keeps its tma_store
+    # an O that TMA cannot write (rows 258 bytes apart, not a multiple of 16): stored from registers
+    bad = torch.empty(512 * 129, dtype=torch.bfloat16).as_strided((1, 512, 1, 128), (512 * 129, 129, 128, 1))
+    got = opts(128, 512, o=bad)
+    assert "ring_store" not in got and "tma_store" not in got
+    # a long key sequence takes the split tail instead (which the option refuses)
+    q, k = torch.empty(1, 512, 1, 128, dtype=torch.bfloat16), torch.empty(1, 8192, 1, 128, dtype=torch.bfloat16)
+    got = W.schedule("attention_fwd", 128, (q, k, k, q, torch.empty(1, 1, 512)), False)
+    assert got.get("split_tail") is True and "ring_store" not in got
+
+
+# ---------------------------------------------------------------------------------------- GPU
+
+def _run(q, k, v, causal, ring_store):
+    from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
+    from tiles.kernels import attention_fwd
+    B, Sq, H, D = q.shape
+    o = torch.full_like(q, float("nan"))
+    lse = torch.full((B, H, Sq), float("nan"), device=q.device)
+    opts = dict(W.schedule("attention_fwd", D, (q, k, v, o, lse), causal) or {})
+    for x in ("tma_store", "split_tail", "ring_store"):
+        opts.pop(x, None)
+    opts.update(peel=True, ring_store=ring_store)
+    cfg = W.config("attention_fwd", D=D, causal=causal, Sq=Sq)
+    go = W.prepare(attention_fwd, q, k, v, o, lse, D ** -0.5, causal=causal, D=D, options=opts, **cfg)
+    go()
+    torch.cuda.synchronize()
+    assert ("carve<" in go.lowered.source) == ring_store, go.lowered.entry
+    return o, lse
+
+
+# (B, Sq, Sk, H, Hkv, causal, dtype): every one walks more programs than SMs unless said
+SHAPES = [
+    (8, 1024, 1024, 16, 16, False, torch.bfloat16),   # 1024 programs, 7-8 a CTA
+    (32, 512, 512, 16, 16, False, torch.bfloat16),    # one or four key blocks a program
+    (4, 1000, 1000, 16, 4, False, torch.float16),     # query and key tails (TMA drops rows past Sq), GQA
+    (8, 1024, 1024, 16, 16, True, torch.bfloat16),    # causal pairs' walk
+    (6, 700, 300, 16, 2, True, torch.bfloat16),       # Sq > Sk: programs whose rows see no key (no stage kept)
+    (2, 333, 2111, 8, 1, True, torch.float16),        # Sk > Sq, MQA, a short grid
+    (1, 128, 128, 1, 1, False, torch.bfloat16),       # one program, one block
+]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s[:6])))
+def test_bitwise_as_without_the_option(shape):
+    needs.hopper_gpu()
+    B, Sq, Sk, H, Hkv, causal, dtype = shape
+    g = torch.Generator(device="cuda").manual_seed(Sq + Sk + H)
+    q = torch.randn(B, Sq, H, 128, device="cuda", generator=g).to(dtype)
+    k, v = (torch.randn(B, Sk, Hkv, 128, device="cuda", generator=g).to(dtype) for _ in range(2))
+    o0, l0 = _run(q, k, v, causal, False)
+    o1, l1 = _run(q, k, v, causal, True)
+    assert not o1.isnan().any()
+    assert torch.equal(o0, o1) and torch.equal(l0.nan_to_num(), l1.nan_to_num())
+    o2, l2 = _run(q, k, v, causal, True)  # repeatable
+    assert torch.equal(o1, o2) and torch.equal(l1.nan_to_num(), l2.nan_to_num())
+
+
+def test_through_the_api_against_float64():
+    needs.hopper_gpu()
+    import pathlib
+    import sys
+    import tiles
+    sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "portability"))
+    from reference import check_attention_fwd
+    from tiles.backends.hopper.lower_attention import RING_STORE_QUERIES
+    for causal, S in RING_STORE_QUERIES.items():
+        S = S or 2048
+        g = torch.Generator(device="cuda").manual_seed(S)
+        q, k, v = (torch.randn(3, S, 8, 128, device="cuda", generator=g).bfloat16() for _ in range(3))
+        o, lse = tiles.attention(q, k, v, causal=causal, return_lse=True)
+        check_attention_fwd(o, lse, q, k, v, causal, 128 ** -0.5)
