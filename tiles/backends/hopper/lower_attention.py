@@ -63,7 +63,9 @@ The schedule (templates/attention.cu.j2) comes from the kernel's overlap pattern
   at D = 128) holds a one-shot A operand (K, V; Q, dO) in registers, loaded once a program, so its
   wgmmas read only B from shared memory (plan_resident); `quad_sums` (on) keeps the loop's running
   row sum (the softmax's denominator) as each lane's part and adds a quad's parts once, after the
-  loop (plan_quad_sums).
+  loop (plan_quad_sums); `ring_store` (the D = 128 forward, RING_STORE_QUERIES) stores the tile
+  written after the loop (O) by TMA from the last iteration's ring stage, carved out of its K tile
+  (plan_ring_store).
   bench/hopper_notes.md has the measurements behind each default.
 
 Scalars (program ids, sizes, strides, loop bounds, mask offsets) are the IR's own expressions rendered
