@@ -19,6 +19,7 @@ def launcher(q, k, v, o, lse, causal, extra):
     opts = dict(W.schedule("attention_fwd", D, (q, k, v, o, lse), causal) or {})
     if extra is not None:
         opts.pop("tma_store", None)
+        opts.pop("ring_store", None)
         opts.update(extra)
     cfg = W.config("attention_fwd", D=D, causal=causal, Sq=S)
     return W.prepare(attention_fwd, q, k, v, o, lse, D ** -0.5, causal=causal, D=D, options=opts, **cfg)

@@ -131,8 +131,9 @@ def test_compile_error_carries_log():
 
 def test_probe_compiles(tmp_path):
     c = runtime.compile_cuda(probe.SOURCE, name="probe.cu", cache=False)
-    assert set(c.resources) == {"probe_acc", "probe_acc_bt", "probe_areg"}
-    assert all(r["spill_stores"] == 0 for r in c.resources.values())
+    assert set(c.resources) in ({"probe_acc", "probe_acc_bt", "probe_areg"}, set()), c.resources  # set(): no ptxas lines
+    for entry in ("probe_acc", "probe_acc_bt", "probe_areg"):
+        assert_no_spills(c, entry, tmp_path)
     sass = disassemble(c.cubin, tmp_path)
     assert "HGMMA.64x256x16.F32.BF16" in sass and "HGMMA.64x64x16.F32" in sass
 
