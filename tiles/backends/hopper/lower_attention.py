@@ -55,8 +55,9 @@ The schedule (templates/attention.cu.j2) comes from the kernel's overlap pattern
   wholly inside its tensor without testing each pair (ops.h); `wide_stores` = 2 (the default) or 4
   stores that many pairs of a row at once, after the lanes of a quad swap them (ops.h store_wide; 0:
   a pair a store); `peel` (on for dK/dV at D = 64 and the forward at D = 128) emits the rotated
-  loop's first iteration on its own; `stmatrix` (on) stores 16-bit register tiles to shared memory
-  (the fused backward's dS) four pairs an instruction (ops.h `store`; off: a pair a st.shared);
+  loop's first iteration on its own; `stmatrix` (on) stores register tiles into 16-bit shared ones
+  (the fused backward's dS, the staged O) four pairs an instruction (ops.h `store`; off: a pair a
+  st.shared);
   `vec_tma` (on for the backward's dK/dV and fused kernels, SCHEDULES / schedule) brings the loop's
   column vectors (LSE, Delta) into each ring stage by the producer thread's TMA instead of every
   consumer thread's global loads (plan_vec_tma); `resident` (on for dK/dV and fused at D = 64, dQ

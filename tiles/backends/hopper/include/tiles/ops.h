@@ -546,10 +546,10 @@ __device__ __forceinline__ void store(U* dst, long long ld, int nrows, int ncols
   });
 }
 // Registers → shared: dst[dst_row0 + r, c] = src[r, src_col0 + c], converted to dst's type, in the
-// swizzled layout TMA stores and wgmma read. A 16-bit tile into a 16-bit one goes four pairs a
-// stmatrix; otherwise each pair is one 4- or 8-byte st.shared; the swizzle spreads a warp's 8 rows
-// over different banks. Follow with arch::fence_proxy_async() before a TMA store or a wgmma reads
-// the tile.
+// swizzled layout TMA stores and wgmma read. Into a 16-bit tile the pairs go four a stmatrix (an f32
+// accumulator converted first: its pairs sit where a 16-bit tile's do); into an f32 one each pair is
+// one 8-byte st.shared; the swizzle spreads a warp's 8 rows over different banks. Follow with
+// arch::fence_proxy_async() before a TMA store or a wgmma reads the tile.
 template <typename U, int RD, int C, int SW, typename T, int R, int C2>
 __device__ __forceinline__ void store(st<U, RD, C, SW>& dst, int dst_row0, const rt<T, R, C2>& src, int src_col0) {
   static_assert(C % 8 == 0 && C2 % C == 0, "the shared tile takes whole 8-column groups of the register tile");
@@ -557,9 +557,9 @@ __device__ __forceinline__ void store(st<U, RD, C, SW>& dst, int dst_row0, const
   const int th = wg_thread();
   const int p0 = src_col0 / 4;  // 4 columns of the tile per pair index (2 pairs per 8-column group)
 #ifndef TILES_NO_STMATRIX
-  if constexpr (sizeof(U) == 2 && sizeof(T) == 2 && C % 16 == 0) {
+  if constexpr (sizeof(U) == 2 && C % 16 == 0) {
     if (src_col0 % 16 == 0) {
-      // 16-bit to 16-bit: four pairs (two 8-row blocks x two 8-column groups) a stmatrix. Lane l
+      // into 16 bits: four pairs (two 8-row blocks x two 8-column groups) a stmatrix. Lane l
       // addresses row l % 8 of matrix l / 8: row block (l / 8) % 2, column group l / 16; each row's
       // eight elements are one 16-byte chunk, which the swizzle moves whole.
       const int l = th & 31, r = 16 * (th >> 5) + 8 * ((l >> 3) & 1) + (l & 7), c = 8 * (l >> 4);
