@@ -38,6 +38,7 @@ def test_source(causal):
     src = low.source
     # O's rows of each warpgroup in its half of the kept stage's K tile, then one thread's TMA store
     assert "carve<bf16, WG_ROWS, 128, CONSUMERS>(S.kt[out_stage], cw)" in src
+    assert "store_stmatrix(stage, o, 0);" in src  # f32 into bf16 four pairs an instruction
     assert "store_async_4d(map_O, stage," in src
     assert "const int out_stage = held;" in src and "if (held >= 0) release(S.ring.empty[held])" in src  # the loop's
     # the other warpgroup's last S has read K: one arrive an iteration's end, one wait before the store
@@ -62,6 +63,7 @@ def test_compiles_without_spills_or_serialized_wgmmas(causal, tmp_path):
     assert_no_spills(c, low.entry, tmp_path)  # also: no C7519 (a test of `staged` at the store caused one)
     sass = disassemble(c.cubin, tmp_path)
     assert "UTMASTG" in sass and "HGMMA" in sass and "USETMAXREG" in sass
+    assert sass.count("STSM.16.M88.4") == 8  # the staged O: 64 x 128 bf16 a warpgroup, 8 x 4 pairs a thread
 
 
 def test_schedule():

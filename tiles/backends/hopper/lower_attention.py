@@ -55,9 +55,9 @@ The schedule (templates/attention.cu.j2) comes from the kernel's overlap pattern
   wholly inside its tensor without testing each pair (ops.h); `wide_stores` = 2 (the default) or 4
   stores that many pairs of a row at once, after the lanes of a quad swap them (ops.h store_wide; 0:
   a pair a store); `peel` (on for dK/dV at D = 64 and the forward at D = 128) emits the rotated
-  loop's first iteration on its own; `stmatrix` (on) stores register tiles into 16-bit shared ones
-  (the fused backward's dS, the staged O) four pairs an instruction (ops.h `store`; off: a pair a
-  st.shared);
+  loop's first iteration on its own; `stmatrix` (on) stores 16-bit register tiles to shared memory
+  (the fused backward's dS; ring_store's staged O, from f32, by ops.h `store_stmatrix`) four pairs
+  an instruction (ops.h `store`; off: a pair a st.shared);
   `vec_tma` (on for the backward's dK/dV and fused kernels, SCHEDULES / schedule) brings the loop's
   column vectors (LSE, Delta) into each ring stage by the producer thread's TMA instead of every
   consumer thread's global loads (plan_vec_tma); `resident` (on for dK/dV and fused at D = 64, dQ
@@ -627,7 +627,7 @@ class WarpSpecializedLowering(Lowering):
             f"{pad}if (out_stage >= 0) {{",
             f"{pad}  arch::bar_sync(8 + cw, 256);  // the other warpgroup's last read of {self.var(src, 'out_stage')} has retired",
             f"{pad}  auto& stage = carve<{typ[3:-1]}, CONSUMERS>({self.var(src, 'out_stage')}, cw);",
-            f"{pad}  store(stage, {self.var(t)}, 0);  // registers -> swizzled shared, as {view.param.dtype.name}",
+            f"{pad}  store_stmatrix(stage, {self.var(t)}, 0);  // registers -> swizzled shared, as {view.param.dtype.name}",
             f"{pad}  arch::fence_proxy_async();  // generic-proxy stores, visible to the TMA unit",
             f"{pad}  arch::bar_sync(4 + cw, 128);",
             f"{pad}  if (wg_thread() == 0) {{",

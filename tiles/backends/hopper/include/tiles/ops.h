@@ -546,18 +546,18 @@ __device__ __forceinline__ void store(U* dst, long long ld, int nrows, int ncols
   });
 }
 // Registers → shared: dst[dst_row0 + r, c] = src[r, src_col0 + c], converted to dst's type, in the
-// swizzled layout TMA stores and wgmma read. Into a 16-bit tile the pairs go four a stmatrix (an f32
-// accumulator converted first: its pairs sit where a 16-bit tile's do); into an f32 one each pair is
-// one 8-byte st.shared; the swizzle spreads a warp's 8 rows over different banks. Follow with
+// swizzled layout TMA stores and wgmma read. A 16-bit tile into a 16-bit one goes four pairs a
+// stmatrix (ACC_STMATRIX: an f32 one too, converted first, see store_stmatrix); otherwise each pair is
+// one 4- or 8-byte st.shared; the swizzle spreads a warp's 8 rows over different banks. Follow with
 // arch::fence_proxy_async() before a TMA store or a wgmma reads the tile.
-template <typename U, int RD, int C, int SW, typename T, int R, int C2>
+template <bool ACC_STMATRIX = false, typename U, int RD, int C, int SW, typename T, int R, int C2>
 __device__ __forceinline__ void store(st<U, RD, C, SW>& dst, int dst_row0, const rt<T, R, C2>& src, int src_col0) {
   static_assert(C % 8 == 0 && C2 % C == 0, "the shared tile takes whole 8-column groups of the register tile");
   static_assert(RD % R == 0, "the register tile is a whole number of the shared tile's row blocks");
   const int th = wg_thread();
   const int p0 = src_col0 / 4;  // 4 columns of the tile per pair index (2 pairs per 8-column group)
 #ifndef TILES_NO_STMATRIX
-  if constexpr (sizeof(U) == 2 && C % 16 == 0) {
+  if constexpr (sizeof(U) == 2 && (sizeof(T) == 2 || ACC_STMATRIX) && C % 16 == 0) {
     if (src_col0 % 16 == 0) {
       // into 16 bits: four pairs (two 8-row blocks x two 8-column groups) a stmatrix. Lane l
       // addresses row l % 8 of matrix l / 8: row block (l / 8) % 2, column group l / 16; each row's
@@ -589,6 +589,14 @@ __device__ __forceinline__ void store(st<U, RD, C, SW>& dst, int dst_row0, const
 template <typename U, int R, int C, int SW, typename T, int C2>
 __device__ __forceinline__ void store(st<U, R, C, SW>& dst, const rt<T, R, C2>& src, int src_col0) {
   store(dst, 0, src, src_col0);
+}
+// An f32 accumulator into a 16-bit tile four pairs a stmatrix as well: converted first, its pairs sit
+// where a 16-bit tile's do. Not store's default: option ring_store's staged O ran 1.00-1.015x faster with
+// it, the D = 64 forward's staging tiles (option tma_store) 1-3 % slower (H200, session 37).
+template <typename U, int R, int C, int SW, int C2>
+__device__ __forceinline__ void store_stmatrix(st<U, R, C, SW>& dst, const rt<float, R, C2>& src, int src_col0) {
+  static_assert(sizeof(U) == 2, "stmatrix writes 16-bit elements");
+  store<true>(dst, 0, src, src_col0);
 }
 // the form each consumer warpgroup uses for its rows of a tile they share
 template <typename U, int RD, int C, int SW, typename T, int R>
