@@ -89,7 +89,8 @@ from . import gemm_probe, runtime
 ARCH = runtime.ARCH
 CTYPE = {"bf16": "bf16", "f16": "f16", "f32": "float"}
 SMEM_LIMIT = gemm_probe.SMEM_LIMIT
-RESERVED = {"S", "pos", "cw", "wg_row0", "held", "out_stage", "staged", "pid0", "pid1", "pid2", "smem_raw", "alloc", "map", "min", "max",
+RESERVED = {"S", "pos", "cw", "wg_row0", "held", "out_stage", "staged", "pid0", "pid1", "pid2", "smem_raw", "alloc",
+            "map", "min", "max",
             "prog", "it", "programs", "grid0", "grid1", "grid2", "release", "heads", "window", "w0", "in_w",
             "slot", "done", "pair", "n_pairs", "per_head", "w_at", "level", "head", "streamed",
             # C++ keywords a tile name could collide with (attention's `do` tile)
@@ -625,9 +626,11 @@ class WarpSpecializedLowering(Lowering):
         # none leaves it to the next that has one: `staged` is only ever set here, where it is free)
         return lines + [
             f"{pad}if (out_stage >= 0) {{",
-            f"{pad}  arch::bar_sync(8 + cw, 256);  // the other warpgroup's last read of {self.var(src, 'out_stage')} has retired",
+            f"{pad}  arch::bar_sync(8 + cw, 256);  // the other warpgroup's last read of "
+            f"{self.var(src, 'out_stage')} has retired",
             f"{pad}  auto& stage = carve<{typ[3:-1]}, CONSUMERS>({self.var(src, 'out_stage')}, cw);",
-            f"{pad}  store_stmatrix(stage, {self.var(t)}, 0);  // registers -> swizzled shared, as {view.param.dtype.name}",
+            f"{pad}  store_stmatrix(stage, {self.var(t)}, 0);  // registers -> swizzled shared, as "
+            f"{view.param.dtype.name}",
             f"{pad}  arch::fence_proxy_async();  // generic-proxy stores, visible to the TMA unit",
             f"{pad}  arch::bar_sync(4 + cw, 128);",
             f"{pad}  if (wg_thread() == 0) {{",
