@@ -25,8 +25,8 @@ def options(W, x, causal, ring):
                 opts["tma_store"] = True
                 opts.pop("peel", None)
     elif not opts.get("ring_store"):  # forced past the launcher's choice (the split tail gives way)
-        for x in ("tma_store", "split_tail"):
-            opts.pop(x, None)
+        for other in ("tma_store", "split_tail"):
+            opts.pop(other, None)
         opts.update(peel=True, ring_store=True)
     return opts
 
