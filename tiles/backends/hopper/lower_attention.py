@@ -360,6 +360,7 @@ class WarpSpecializedLowering(Lowering):
         # goes through a swizzled staging tile per consumer warpgroup and a TMA store, which drops the
         # rows past the tensor (no bounds test a pair) and lets the warpgroup move on while it drains
         self.tma_stores: Dict[int, str] = {}
+        self.ring_stores: Dict[int, Tuple[ir.Tile, str]] = {}  # option ring_store (plan_ring_store)
         if self.options.get("tma_store", False):
             if self.reduces:
                 self._fail("option tma_store: the staging tiles' named barriers are the TMA reduces' (4 + cw)")
@@ -558,9 +559,6 @@ class WarpSpecializedLowering(Lowering):
         if self.split["row"] != self.expr(l.attrs["row"]):
             self._fail(f"option split_tail: {merge.out.name} and {merge.lse.name} must be stored at the same row")
 
-    ring_stores: Dict[int, Tuple[ir.Tile, str]] = {}  # option ring_store (plan_ring_store)
-    keep_held = False  # the tile end's wait keeps the held stage for ring_store
-
     def plan_ring_store(self) -> None:
         """Option ring_store: a 16-bit register tile stored once after the pipelined loop (the forward's
         O) goes to global memory by TMA from the last iteration's ring stage, carved out of a shared tile
@@ -569,7 +567,7 @@ class WarpSpecializedLowering(Lowering):
         cost the D = 128 forward a ring stage; these cost nothing. Named barrier 8 + cw tells a warpgroup
         that the other one's last read of that tile has retired; the stage is handed back under the next
         program's first turn, once the store has read it (pingpong with the rotated loop peeled)."""
-        self.ring_stores: Dict[int, Tuple[ir.Tile, str]] = {}  # id(store) -> (carved ring tile, staging type)
+        self.ring_stores = {}  # id(store) -> (carved ring tile, staging type)
         if not self.options.get("ring_store", False):
             return
         if not (self.pingpong and self.deferred is not None and self.peel and self.continuous_turns()):
@@ -718,10 +716,11 @@ class WarpSpecializedLowering(Lowering):
                  f"{self.sym_name(P.strides[a])}" for a, ix in enumerate(view.index) if ix is not None]
         return P.name + "".join(f" + {t}" for t in terms)
 
-    def wait_for(self, tiles, pending: List[_Group], lines: List[str], pad: str, release: bool = True) -> None:
+    def wait_for(self, tiles, pending: List[_Group], lines: List[str], pad: str, release: bool = True,
+                 keep_held: bool = False) -> None:
         """Retire the in-flight wgmma groups that touch `tiles` (and every older group: groups retire
         in order, so the wait count is the number of newer groups). The held ring stage is released
-        once no group still in flight reads it."""
+        once no group still in flight reads it, or with `keep_held` kept as out_stage (ring_store)."""
         idx = [i for i, g in enumerate(pending) if g.touches(tiles)]
         if not idx:
             return
@@ -733,7 +732,7 @@ class WarpSpecializedLowering(Lowering):
                 accs.append(g.acc)
         lines.append(f"{pad}mma_wait<{len(keep)}>({', '.join(self.var(a) for a in accs)});")
         if release and any(g.stage == "held" for g in retired) and not any(g.stage == "held" for g in keep):
-            if self.keep_held:  # option ring_store: the stage is kept for the store after the loop
+            if keep_held:  # option ring_store: the stage is kept for the store after the loop
                 lines.append(f"{pad}const int out_stage = held;  // kept (-1: no iteration): the store after the loop "
                              "stages its tile there")
                 lines.append(f"{pad}held = -1;")
@@ -1269,9 +1268,7 @@ class WarpSpecializedLowering(Lowering):
         if main:
             for t in self.quad_sums:
                 lines.append(f"{pad}row_sum_finish({self.var(t)});  // the quad's four lanes' parts of each row's sum")
-            self.keep_held = bool(self.ring_stores)
-            self.wait_for([g.acc for g in pending], pending, lines, pad)
-            self.keep_held = False
+            self.wait_for([g.acc for g in pending], pending, lines, pad, keep_held=bool(self.ring_stores))
         if depth == 0 and self.persistent and any(x is self.loop for x in self.k.walk([n])):
             # the top-level statement that holds the pipelined loop: the one-shot tiles are read no more
             self.wait_for([g.acc for g in pending], pending, lines, pad)
