@@ -15,7 +15,12 @@ kernel's time. If the clock falls as the cycles fall, the forward is held by the
 shorter boundary in cycles cannot show in time. The variants at S = 4k: the launched source (split
 tail), and the unsplit forward with and without `ring_store` (O staged in the last K tile).
 
-    PYTHONPATH=.:bench:tests/hopper python3 bench/attention_clock.py [check]
+    PYTHONPATH=.:bench:tests/hopper python3 bench/attention_clock.py [check | S ... | ab S ...]
+
+`ab`: rested launches of the instrumented variants interleaved, with each one's time, clock and cycles
+(medians, quartiles). Variants `idle1` / `idle2` are the launched source with every consumer asleep
+for 1 / 2 us at each unit's top: if the boundary's idle cycles are free under the power ceiling, they
+cost less time than they add.
 """
 import dataclasses
 import statistics
@@ -42,17 +47,25 @@ TOP = "\n      (void)pid0; (void)pid1; (void)pid2;\n"
 END = "    if (cw == 0) arch::bar_sync(1, 256);"
 
 
-def edit(src: str) -> str:
+def edit(src: str, idle_ns: int = 0) -> str:
+    """The reads; with idle_ns, every consumer thread also sleeps that long at each unit's top (a
+    boundary made longer by idle time alone)."""
     for old in ("using namespace tiles;\n", TOP, END):
         if src.count(old) != 1:
             raise RuntimeError(f"{old!r} is in the source {src.count(old)} times, not once")
     src = src.replace("using namespace tiles;\n", "using namespace tiles;\n" + HELPERS)
-    src = src.replace(TOP, TOP + "      if (it < CK_ITS) ck_read(it);\n")
+    idle = f"      __nanosleep({idle_ns});\n" if idle_ns else ""
+    src = src.replace(TOP, TOP + "      if (it < CK_ITS) ck_read(it);\n" + idle)
     return src.replace(END, "    ck_read(CK_ITS);\n" + END)
+
+
+IDLE = {"idle1": 1000, "idle2": 2000}  # variants of the launched source
 
 
 def options(W, x, variant):
     opts = dict(W.schedule("attention_fwd", 128, x, False) or {})
+    if variant in IDLE:
+        return {n: v for n, v in opts.items() if v is not None}
     if variant == "plain":
         for name in ("split_tail", "ring_store", "tma_store"):
             opts.pop(name, None)
@@ -73,8 +86,8 @@ def prepare(W, attention_fwd, x, variant, instrumented):
     base = W.prepare(attention_fwd, *x, D ** -0.5, causal=False, D=D, options=opts, **cfg)
     if not instrumented:
         return base, None
-    low = dataclasses.replace(base.lowered, source=edit(base.lowered.source))
-    key_opts = {**opts, "bound": "clock"}
+    low = dataclasses.replace(base.lowered, source=edit(base.lowered.source, IDLE.get(variant, 0)))
+    key_opts = {**opts, "bound": f"clock_{variant}"}
     kid = next(key[0] for key, lw in W._lowered_cache.items() if lw is base.lowered)
     W._lowered_cache[(kid, tuple(sorted(key_opts.items())))] = low
     go = W.prepare(attention_fwd, *x, D ** -0.5, causal=False, D=D, options=key_opts, **cfg)
@@ -128,6 +141,44 @@ def clocks(buf, window_ns=100_000):
     return cyc / ns, (max(ends) - t0) / 1e3, series
 
 
+def ab(S=4096, variants=("launched", "plain", "ring", "idle1", "idle2"), rounds=12):
+    """Rested launches of the instrumented variants, interleaved round by round: each one's event time,
+    its clock over the launch and its cycles (the clock times the span), medians and quartiles."""
+    import torch
+    from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
+    from tiles.kernels import attention_fwd
+    D, H = 128, 16
+    B = 16384 // S
+    sets = split.input_sets(B, S, H, D)
+    inst = {v: prepare(W, attention_fwd, sets[0], v, True) for v in variants}
+    cudnn = split.cudnn_fn(sets)
+    rows = {v: [] for v in (*variants, "sdpa_cudnn")}
+    for r in range(rounds):
+        for v in (variants if r % 2 == 0 else variants[::-1]) + ("sdpa_cudnn",):
+            st, en = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            if v != "sdpa_cudnn":
+                _buf(inst[v][1], zero=True)
+            torch.cuda._sleep(10_000_000)
+            st.record()
+            inst[v][0]() if v != "sdpa_cudnn" else cudnn(r)
+            en.record()
+            en.synchronize()
+            ms = st.elapsed_time(en)
+            if v == "sdpa_cudnn":
+                rows[v].append((ms, 0.0, 0.0))
+                continue
+            ghz, span, _ = clocks(_buf(inst[v][1]))
+            rows[v].append((ms, ghz, ghz * span / 1e3))
+    flops = 4 * B * H * S * S * D
+    base = statistics.median(x[0] for x in rows[variants[0]])
+    for v, xs in rows.items():
+        q = [statistics.quantiles([x[i] for x in xs], n=4) for i in range(3)]
+        print(f"S={S} {v}: {flops / (q[0][1] * 1e-3) / 1e12:.0f} TFLOP/s ({base / q[0][1]:.3f} of {variants[0]}), "
+              f"{q[0][1] * 1e3:.0f} us [{q[0][0] * 1e3:.0f}-{q[0][2] * 1e3:.0f}]"
+              + (f", {q[1][1]:.3f} GHz [{q[1][0]:.3f}-{q[1][2]:.3f}], {q[2][1]:.4f} M cycles "
+                 f"[{q[2][0]:.4f}-{q[2][2]:.4f}]" if v != "sdpa_cudnn" else ""), flush=True)
+
+
 def check():
     import pathlib
     import tempfile
@@ -138,10 +189,11 @@ def check():
     base = W.SCHEDULES.get(("attention_fwd", 128)) or {}
     for extra in ({"split_tail": True}, {"ring_store": True}, {}):
         low = _lower(D=128, causal=False, launched=True, options={**base, **extra})
-        c = runtime.compile_cuda(edit(low.source), name=f"{low.entry}_clock.cu", cache=False)
-        with tempfile.TemporaryDirectory() as d:
-            assert_no_spills(c, low.entry, pathlib.Path(d))
-        print(extra, "compiled:", c.resources.get(low.entry), flush=True)
+        for idle in (0, 1000) if "split_tail" in extra else (0,):
+            c = runtime.compile_cuda(edit(low.source, idle), name=f"{low.entry}_clock{idle}.cu", cache=False)
+            with tempfile.TemporaryDirectory() as d:
+                assert_no_spills(c, low.entry, pathlib.Path(d))
+            print(extra, idle, "compiled:", c.resources.get(low.entry), flush=True)
 
 
 def main(shapes=(2048, 4096, 8192, 16384)):
@@ -189,4 +241,10 @@ def main(shapes=(2048, 4096, 8192, 16384)):
 
 
 if __name__ == "__main__":
-    check() if sys.argv[1:] == ["check"] else main(tuple(int(a) for a in sys.argv[1:]) or (2048, 4096, 8192, 16384))
+    if sys.argv[1:] == ["check"]:
+        check()
+    elif sys.argv[1:2] == ["ab"]:
+        for S in [int(a) for a in sys.argv[2:]] or [4096]:
+            ab(S, ("launched", "plain", "ring", "idle1", "idle2") if S == 4096 else ("launched", "idle1", "idle2"))
+    else:
+        main(tuple(int(a) for a in sys.argv[1:]) or (2048, 4096, 8192, 16384))
