@@ -4,7 +4,8 @@ compute-sanitizer (memcheck, racecheck, synccheck, initcheck) runs over.
     compute-sanitizer --tool memcheck --report-api-errors no python3 bench/sanitize_suite.py [--only attention]
 
 `--only ring` runs the D = 128 forward with option ring_store (O by TMA from the last key block's ring
-stage): walks of more programs than SMs, causal programs that see no key, a short grid.
+stage): walks of more programs than SMs, causal programs that see no key, a short grid, and with the
+split tail (whole tiles, then parts; parts only).
 `--only split` runs the forward with option split_tail (every program in parts, causal parts
 that see no key, and walks with whole tiles first). `--only fused` runs the backward through
 attention_bwd_fused (dQ added by the reducer warp's TMA reduces), D = 64 and 128, causal and not, with GQA and tails, then the split backward at the small
@@ -47,6 +48,17 @@ if only == "ring":  # option ring_store (session 37)
                        options={"peel": True, "ring_store": True}, **cfg)
         go()
         ran.append(f"ring_store_{B}x{Sq}x{Sk}_causal{int(causal)}")
+    # with the split tail (session 38): whole tiles first, then parts; and a walk of parts only
+    for B, Sq, Sk, H, Hkv in ((2, 2000, 2000, 8, 4), (1, 300, 333, 4, 2)):
+        q = torch.randn(B, Sq, H, 128, device=dev, dtype=torch.bfloat16)
+        k = torch.randn(B, Sk, Hkv, 128, device=dev, dtype=torch.bfloat16)
+        o, lse = torch.empty_like(q), torch.empty(B, H, Sq, device=dev)
+        cfg = W.config("attention_fwd", D=128, causal=False, Sq=Sq)
+        go = W.prepare(attention_fwd, q, k, k, o, lse, 128 ** -0.5, causal=False, D=128,
+                       options={"peel": True, "ring_store": True, "split_tail": 3}, **cfg)
+        go()
+        assert go.split[1] > 1, go.split
+        ran.append(f"ring_store_split{go.split}")
     torch.cuda.synchronize()
     print(f"sanitize_suite: ran attention_fwd ring_store {', '.join(ran)}")
     sys.exit(0)

@@ -24,8 +24,6 @@ def _lower(D=128, causal=False, options=None):
 def test_refusals():
     with pytest.raises(LoweringError, match="peel"):
         _lower(options={"ring_store": True})  # the rotated loop not peeled
-    with pytest.raises(LoweringError, match="split_tail"):
-        _lower(options={"peel": True, "ring_store": True, "split_tail": True})
     with pytest.raises(LoweringError, match="tma_store"):
         _lower(options={"peel": True, "ring_store": True, "tma_store": True})
     with pytest.raises(LoweringError, match="persistent"):
@@ -53,12 +51,25 @@ def test_source(causal):
     assert "carve<" not in plain.source and plain.entry != low.entry
 
 
-@pytest.mark.parametrize("causal", [False, True])
-def test_compiles_without_spills_or_serialized_wgmmas(causal, tmp_path):
+def test_source_with_the_split_tail():
+    """Whole tiles store through the kept stage; a part stores its rows into the workspace from
+    registers, takes the other warpgroup's arrival all the same, and its stage goes back unused."""
+    src = _lower(options={"peel": True, "ring_store": True, "split_tail": True}).source
+    ring, rest = src.split("if (part < 0 && out_stage >= 0) {\n", 1)[1].split("} else {\n", 1)
+    assert "store_async_4d(map_O, stage," in ring and "split_ws" not in ring
+    unused = rest.split("// log2(alpha, l)")[0]
+    assert unused.index("arch::bar_sync(8 + cw, 256);") < unused.index("staged = out_stage;") < unused.index("split_ws")
+    assert "store(O + " in unused  # a whole tile whose walk kept no stage
+    assert src.count("arch::bar_sync(8 + cw, 256);") == 2
+
+
+@pytest.mark.parametrize("causal,split", [(False, False), (True, False), (False, True)],
+                         ids=["non-causal", "causal", "split-tail"])
+def test_compiles_without_spills_or_serialized_wgmmas(causal, split, tmp_path):
     runtime = needs.nvrtc()
     from test_compile import assert_no_spills
     from sass import disassemble
-    low = _lower(causal=causal, options={"peel": True, "ring_store": True})
+    low = _lower(causal=causal, options={"peel": True, "ring_store": True, "split_tail": split})
     c = runtime.compile_cuda(low.source, name=low.entry + ".cu", cache=False)
     assert_no_spills(c, low.entry, tmp_path)  # also: no C7519 (a test of `staged` at the store caused one)
     sass = disassemble(c.cubin, tmp_path)
@@ -133,6 +144,43 @@ def test_bitwise_as_without_the_option(shape):
     assert torch.equal(o0, o1) and torch.equal(l0.nan_to_num(), l1.nan_to_num())
     o2, l2 = _run(q, k, v, causal, True)  # repeatable
     assert torch.equal(o1, o2) and torch.equal(l1.nan_to_num(), l2.nan_to_num())
+
+
+# (B, Sq, Sk, H, Hkv, dtype): the split tail's walks, non-causal
+SPLIT_SHAPES = [
+    (4, 4096, 4096, 16, 16, torch.bfloat16),  # the standard shape: 1980 whole tiles, the rest in parts
+    (1, 2048, 4096, 20, 20, torch.bfloat16),  # 320 programs: 264 whole, 56 in halves
+    (3, 1000, 5000, 12, 4, torch.float16),    # query and key tails, GQA: 264 whole, 24 in fifths
+    (1, 1024, 4096, 8, 8, torch.bfloat16),    # a short grid: every program in parts, no stage stored through
+]
+
+
+@pytest.mark.parametrize("shape", SPLIT_SHAPES, ids=lambda s: "x".join(map(str, s[:5])))
+def test_split_tail_bitwise_as_without_the_option(shape):
+    """With the split tail, whole tiles store through the kept stage and parts into the workspace;
+    every output bit as the split tail's alone, whose tests hold it to float64."""
+    needs.hopper_gpu()
+    from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
+    from tiles.kernels import attention_fwd
+    B, Sq, Sk, H, Hkv, dtype = shape
+    g = torch.Generator(device="cuda").manual_seed(Sq + Sk + H)
+    q = torch.randn(B, Sq, H, 128, device="cuda", generator=g).to(dtype)
+    k, v = (torch.randn(B, Sk, Hkv, 128, device="cuda", generator=g).to(dtype) for _ in range(2))
+    outs = []
+    for ring in (False, True, True):
+        o = torch.full_like(q, float("nan"))
+        lse = torch.full((B, H, Sq), float("nan"), device="cuda")
+        opts = {**(W.SCHEDULES.get(("attention_fwd", 128)) or {}), "peel": True, "split_tail": True, "ring_store": ring}
+        cfg = W.config("attention_fwd", D=128, causal=False, Sq=Sq)
+        go = W.prepare(attention_fwd, q, k, v, o, lse, 128 ** -0.5, causal=False, D=128, options=opts, **cfg)
+        go()
+        torch.cuda.synchronize()
+        assert go.split is not None and go.split[1] > 1, go.split
+        assert ("carve<" in go.lowered.source) == ring
+        outs.append((o, lse))
+    assert not outs[1][0].isnan().any() and not outs[1][1].isnan().any()
+    for o, lse in outs[1:]:  # and repeatable
+        assert torch.equal(o, outs[0][0]) and torch.equal(lse, outs[0][1])
 
 
 def test_through_the_api_against_float64():

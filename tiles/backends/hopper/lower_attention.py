@@ -575,9 +575,9 @@ class WarpSpecializedLowering(Lowering):
                        "PingPong with the rotated loop peeled (option peel) and continuous turns")
         if not self.persistent or self.loop not in self.k.body:
             self._fail("option ring_store: a persistent walk whose pipelined loop is a top-level statement")
-        if self.split is not None or self.tma_stores or self.reduces or self.written:
-            self._fail("option ring_store: not with split_tail, tma_store, TMA reduces or written shared tiles "
-                       "(their named barriers and stores are its own)")
+        if self.tma_stores or self.reduces or self.written:
+            self._fail("option ring_store: not with tma_store, TMA reduces or written shared tiles (their named "
+                       "barriers and stores are its own)")
         k = self.k
         readers = {}  # ring tile -> the loop mmas reading it
         for x in self.loop_body:
@@ -622,8 +622,20 @@ class WarpSpecializedLowering(Lowering):
         plain = self.op_line(n)
         # (a program with an iteration gave the last program's stage back under its first turn; one with
         # none leaves it to the next that has one: `staged` is only ever set here, where it is free)
+        ring = "out_stage >= 0"
+        if self.split is not None and id(n) in self.split["stores"]:
+            # a part of the split tail stores its rows from registers into the workspace, and its kept
+            # stage goes back unused under the next program's first turn, as a stored one does
+            ring = "part < 0 && out_stage >= 0"
+            other = self.split_store(n, pad + "  ")
+            other = [f"{pad}  if (out_stage >= 0) {{  // the other warpgroup's arrival is taken; the stage goes back unused",
+                     f"{pad}    arch::bar_sync(8 + cw, 256);",
+                     f"{pad}    staged = out_stage;",
+                     f"{pad}  }}"] + other
+        else:
+            other = [f"{pad}  {plain}"]
         return lines + [
-            f"{pad}if (out_stage >= 0) {{",
+            f"{pad}if ({ring}) {{",
             f"{pad}  arch::bar_sync(8 + cw, 256);  // the other warpgroup's last read of "
             f"{self.var(src, 'out_stage')} has retired",
             f"{pad}  auto& stage = carve<{typ[3:-1]}, CONSUMERS>({self.var(src, 'out_stage')}, cw);",
@@ -637,7 +649,7 @@ class WarpSpecializedLowering(Lowering):
             f"{pad}  }}",
             f"{pad}  staged = out_stage;  // handed back under the next program's first turn",
             f"{pad}}} else {{",
-            f"{pad}  {plain}",
+            *other,
             f"{pad}}}"]
 
     @staticmethod
