@@ -15,13 +15,14 @@ kernel's time. If the clock falls as the cycles fall, the forward is held by the
 shorter boundary in cycles cannot show in time. The variants at S = 4k: the launched source (split
 tail), and the unsplit forward with and without `ring_store` (O staged in the last K tile).
 
-    PYTHONPATH=.:bench:tests/hopper python3 bench/attention_clock.py [check | S ... | ab S ...]
+    PYTHONPATH=.:bench:tests/hopper python3 bench/attention_clock.py [check [module:name ...] | S ... | ab S ... [variant ...]]
 
 `ab`: rested launches of the instrumented variants interleaved, with each one's time, clock and cycles
 (medians, quartiles). Variants `idle1` / `idle2` are the launched source with every consumer asleep
 for 1 / 2 us at each unit's top: if the boundary's idle cycles are free under the power ceiling, they
 cost less time than they add (measured: they are not; `device_session38b.sh`). `split_ring`: the
-split tail with ring_store's whole tiles (`device_session38c.sh`).
+split tail with ring_store's whole tiles (`device_session38c.sh`). A variant `module:name` is
+VARIANTS[name] of bench/module.py applied to the launched source (attention_carry:carry, ...).
 """
 import dataclasses
 import statistics
@@ -63,9 +64,18 @@ def edit(src: str, idle_ns: int = 0) -> str:
 IDLE = {"idle1": 1000, "idle2": 2000}  # variants of the launched source
 
 
+def source_edit(variant):
+    """`module:name`: VARIANTS[name] of bench/module.py, an edit of the launched source (or None)."""
+    if ":" not in variant:
+        return None
+    import importlib
+    mod, name = variant.split(":")
+    return importlib.import_module(mod).VARIANTS[name]
+
+
 def options(W, x, variant):
     opts = dict(W.schedule("attention_fwd", 128, x, False) or {})
-    if variant in IDLE:
+    if variant in IDLE or ":" in variant:
         return {n: v for n, v in opts.items() if v is not None}
     if variant == "plain":
         for name in ("split_tail", "ring_store", "tma_store"):
@@ -90,7 +100,8 @@ def prepare(W, attention_fwd, x, variant, instrumented):
     base = W.prepare(attention_fwd, *x, D ** -0.5, causal=False, D=D, options=opts, **cfg)
     if not instrumented:
         return base, None
-    low = dataclasses.replace(base.lowered, source=edit(base.lowered.source, IDLE.get(variant, 0)))
+    src = (source_edit(variant) or (lambda x: x))(base.lowered.source)
+    low = dataclasses.replace(base.lowered, source=edit(src, IDLE.get(variant, 0)))
     key_opts = {**opts, "bound": f"clock_{variant}"}
     kid = next(key[0] for key, lw in W._lowered_cache.items() if lw is base.lowered)
     W._lowered_cache[(kid, tuple(sorted(key_opts.items())))] = low
@@ -204,7 +215,13 @@ def check():
     from tiles.backends.hopper import runtime
     from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
     base = W.SCHEDULES.get(("attention_fwd", 128)) or {}
-    for extra in ({"split_tail": True}, {"ring_store": True}, {}):
+    for name in sys.argv[2:]:  # check module:name ...: those edits under the reads
+        low = _lower(D=128, causal=False, launched=True, options={**base, "split_tail": True})
+        c = runtime.compile_cuda(edit(source_edit(name)(low.source)), name=f"{low.entry}_{name}_clock.cu", cache=False)
+        with tempfile.TemporaryDirectory() as d:
+            assert_no_spills(c, low.entry, pathlib.Path(d))
+        print(name, "compiled:", c.resources.get(low.entry), flush=True)
+    for extra in ({"split_tail": True}, {"ring_store": True}, {}) if len(sys.argv) <= 2 else ():
         low = _lower(D=128, causal=False, launched=True, options={**base, **extra})
         for idle in (0, 1000) if "split_tail" in extra else (0,):
             c = runtime.compile_cuda(edit(low.source, idle), name=f"{low.entry}_clock{idle}.cu", cache=False)
@@ -258,10 +275,13 @@ def main(shapes=(2048, 4096, 8192, 16384)):
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["check"]:
+    if sys.argv[1:2] == ["check"]:
         check()
-    elif sys.argv[1:2] == ["ab"]:
-        for S in [int(a) for a in sys.argv[2:]] or [4096]:
-            ab(S, ("launched", "split_ring", "plain", "ring") if S == 4096 else ("launched", "split_ring"))
+    elif sys.argv[1:2] == ["ab"]:  # ab S ... [variant ...]
+        shapes = [int(a) for a in sys.argv[2:] if a.isdigit()] or [4096]
+        named = tuple(a for a in sys.argv[2:] if not a.isdigit())
+        for S in shapes:
+            ab(S, ("launched", *named) if named else
+               ("launched", "split_ring", "plain", "ring") if S == 4096 else ("launched", "split_ring"))
     else:
         main(tuple(int(a) for a in sys.argv[1:]) or (2048, 4096, 8192, 16384))
