@@ -93,9 +93,11 @@ def test_schedule():
     bad = torch.empty(512 * 129, dtype=torch.bfloat16).as_strided((1, 512, 1, 128), (512 * 129, 129, 128, 1))
     got = opts(128, 512, o=bad)
     assert "ring_store" not in got and "tma_store" not in got
-    # a long key sequence takes the split tail instead (which the option refuses)
+    # a long key sequence takes the split tail as well (ring_store then stores its whole tiles)
     q, k = torch.empty(1, 512, 1, 128, dtype=torch.bfloat16), torch.empty(1, 8192, 1, 128, dtype=torch.bfloat16)
     got = W.schedule("attention_fwd", 128, (q, k, k, q, torch.empty(1, 1, 512)), False)
+    assert got.get("split_tail") is True and got.get("ring_store") is True
+    got = W.schedule("attention_fwd", 128, (k, k, k, k, torch.empty(1, 1, 8192)), False)
     assert got.get("split_tail") is True and "ring_store" not in got
 
 

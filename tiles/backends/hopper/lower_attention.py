@@ -111,10 +111,11 @@ SPLIT_TAIL_KEYS = {128: 4096, 64: 8192}
 # The D = 128 forward stores O by TMA from the last key block's ring stage (option ring_store) up to these
 # query lengths, non-causal and causal (None: every length). H200, session 37 (bench/attention_ring_store.py,
 # back to back / the suite's timing, over the choice before): non-causal 1.090 / 1.095 at S = 512, 1.056 /
-# 1.063 at 1k, 1.025 / 1.026 at 2k, and 1.011 / 0.995 at 4k against the split tail, which it does not
-# take; causal 1.078-1.088 at 512 (over option tma_store), 1.072-1.080 at 1k, 1.046-1.048 at 2k, 1.032 at 4k,
-# 1.025-1.037 at 8k and 1.023-1.044 at 16k (the causal walk's programs are short on average).
-RING_STORE_QUERIES = {False: 2048, True: None}
+# 1.063 at 1k, 1.025 / 1.026 at 2k; causal 1.078-1.088 at 512 (over option tma_store), 1.072-1.080 at 1k,
+# 1.046-1.048 at 2k, 1.032 at 4k, 1.025-1.037 at 8k and 1.023-1.044 at 16k (the causal walk's programs
+# are short on average). With the split tail's whole tiles (session 38, bench/attention_clock.py ab,
+# rested launches interleaved): 1.005 at 4k (0.7 % fewer cycles), 0.995 at 8k, 0.989 at 16k.
+RING_STORE_QUERIES = {False: 4096, True: None}
 
 
 def _tma_ready(t) -> bool:
@@ -1978,8 +1979,8 @@ class WarpSpecializedLowering(Lowering):
         tiles cost the forward a ring stage: 0.70-0.92x, but 1.046x causal at S = 512, where a program
         runs at most four key blocks (session 19). Only where every 16-bit tensor suits TMA (16-byte
         aligned base and outer strides, unit inner stride). The D = 128 forward up to
-        RING_STORE_QUERIES stores O by TMA from the last key block's ring stage instead (ring_store),
-        where the split tail does not cut the keys. The D = 64 fused backward takes its vectors by TMA
+        RING_STORE_QUERIES stores O by TMA from the last key block's ring stage instead (ring_store;
+        with the split tail, its whole tiles). The D = 64 fused backward takes its vectors by TMA
         (vec_tma) non-causal only."""
         import torch
         opts = dict(cls.SCHEDULES.get((kernel, D)) or {})
@@ -1996,7 +1997,7 @@ class WarpSpecializedLowering(Lowering):
         Sk = tensors[1].shape[1] if len(tensors) > 1 and isinstance(tensors[1], torch.Tensor) else 0
         split_tail = kernel == "attention_fwd" and not causal and Sk >= SPLIT_TAIL_KEYS.get(D, math.inf)
         top = RING_STORE_QUERIES[bool(causal)]
-        if kernel == "attention_fwd" and D == 128 and Sq is not None and (top is None or Sq <= top) and not split_tail:
+        if kernel == "attention_fwd" and D == 128 and Sq is not None and (top is None or Sq <= top):
             # O by TMA from the last key block's K tile: no staging tiles of its own, so the ring keeps its
             # stages (tma_store's cost a stage at D = 128) and the peel stays
             opts.pop("tma_store", None)
