@@ -75,13 +75,14 @@ def source_edit(variant):
 
 def options(W, x, variant):
     opts = dict(W.schedule("attention_fwd", 128, x, False) or {})
-    if variant in IDLE or ":" in variant:
+    if variant in IDLE or ":" in variant or variant == "split":  # the launched source before session 38 (the edits know it)
+        opts.pop("ring_store", None)
         return {n: v for n, v in opts.items() if v is not None}
     if variant == "plain":
         for name in ("split_tail", "ring_store", "tma_store"):
             opts.pop(name, None)
         opts["peel"] = True
-    elif variant == "split_ring":  # the launched split tail with ring_store's whole tiles
+    elif variant == "split_ring":  # the split tail with ring_store's whole tiles (launched from session 38)
         opts.pop("tma_store", None)
         opts.update(peel=True, ring_store=True)
     elif variant == "ring":
