@@ -22,7 +22,8 @@ tail), and the unsplit forward with and without `ring_store` (O staged in the la
 for 1 / 2 us at each unit's top: if the boundary's idle cycles are free under the power ceiling, they
 cost less time than they add (measured: they are not; `device_session38b.sh`). `split_ring`: the
 split tail with ring_store's whole tiles (`device_session38c.sh`). A variant `module:name` is
-VARIANTS[name] of bench/module.py applied to the launched source (attention_carry:carry, ...).
+VARIANTS[name] of bench/module.py applied to the launched source (attention_carry:carry, ...);
+`partsN` the launched options with the split tail's parts forced to N.
 """
 import dataclasses
 import statistics
@@ -85,6 +86,8 @@ def options(W, x, variant):
     elif variant == "split_ring":  # the split tail with ring_store's whole tiles (launched from session 38)
         opts.pop("tma_store", None)
         opts.update(peel=True, ring_store=True)
+    elif variant.startswith("parts"):  # the launched choice with the split tail's parts forced
+        opts["split_tail"] = int(variant[5:])
     elif variant == "ring":
         for name in ("split_tail", "tma_store"):
             opts.pop(name, None)
