@@ -528,7 +528,8 @@ def test_forward_tile_follows_the_problem():
     assert W.config("attention_fwd", D=64) == {"BM": 192}
     assert W.config("attention_fwd", D=64, causal=False, Sq=512, Sk=512) == {"BM": 192}
     assert W.config("attention_fwd", D=64, causal=True, Sq=1024, Sk=1024) == {"BM": 128}
-    assert W.config("attention_fwd", D=64, causal=True, Sq=2048, Sk=2048) == {"BM": 192}
+    assert W.config("attention_fwd", D=64, causal=True, Sq=2048, Sk=2048) == {"BM": 128}
+    assert W.config("attention_fwd", D=64, causal=True, Sq=4096, Sk=4096) == {"BM": 192}
     assert W.config("attention_fwd", D=128, causal=True, Sq=512, Sk=512) == {}
     low = _lower(D=64, causal=True, launched=True, **W.config("attention_fwd", D=64, causal=True, Sq=512))
     assert "BM128" in low.entry and "pp" in low.entry  # two consumer warpgroups taking turns
@@ -587,7 +588,7 @@ def test_tma_store_gives_the_same_bits_on_the_gpu(D):
 
 
 def test_tma_store_is_launched_where_measured_faster():
-    """schedule(): dQ at D = 128 always, the forward at D = 64 up to 1k queries, nothing else (the forward
+    """schedule(): dQ at D = 128 always, the forward at D = 64 up to 1k queries (causal 2k), nothing else (the forward
     at D = 128 takes ring_store, tests/hopper/test_ring_store.py); and never where a 16-bit tensor does
     not suit TMA (here an output 4 bytes past a 16-byte boundary)."""
     W = WarpSpecializedLowering
@@ -595,6 +596,9 @@ def test_tma_store_is_launched_where_measured_faster():
     lse = torch.empty(2, 4, 512)
     assert W.schedule("attention_fwd", 64, (q(512), q(512), q(512), q(512), lse, 0.1))["tma_store"] is True
     assert "tma_store" not in (W.schedule("attention_fwd", 64, (q(2048), q(2048), q(2048), q(2048), lse, 0.1)) or {})
+    # causal at 2k as well, with config()'s 128-row tiles; not at 4k
+    assert W.schedule("attention_fwd", 64, (q(2048), q(2048), q(2048), q(2048), lse, 0.1), True)["tma_store"] is True
+    assert "tma_store" not in (W.schedule("attention_fwd", 64, (q(4096), q(4096), q(4096), q(4096), lse, 0.1), True) or {})
     assert "tma_store" not in (W.schedule("attention_fwd", 128, (q(512),)) or {})
     assert W.schedule("attention_fwd", 128, (q(512),), causal=True) == {"peel": True, "ring_store": True}
     assert "tma_store" not in (W.schedule("attention_fwd", 128, (q(1024),), causal=True) or {})

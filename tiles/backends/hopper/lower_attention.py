@@ -1744,11 +1744,12 @@ class WarpSpecializedLowering(Lowering):
         program, one consumer warpgroup per 64 (FlashAttention-3's choice): the softmax, not the
         tensor cores, bounds D = 64, and a third warpgroup hides more of it. Measured on the H200
         (bench/hopper_notes.md): +2 to +21% over 128 rows non-causal, -3 to +5% causal. Causal
-        with at most 1k queries takes 128 rows in two warpgroups taking turns: 1.045 / 1.068x at
-        S = 512 / 1k, 0.97x at 2k (session 17); a short causal program is mostly its diagonal
-        block, and 192-row blocks mask more of it."""
+        with at most 2k queries takes 128 rows in two warpgroups taking turns: 1.045 / 1.068x at
+        S = 512 / 1k (session 17), and at 2k 1.022-1.027x with O through TMA (session 38; 0.97x
+        storing from registers, session 17); a short causal program is mostly its diagonal block,
+        and 192-row blocks mask more of it."""
         if kernel == "attention_fwd" and D == 64:
-            if problem.get("causal") and 0 < problem.get("Sq", 0) <= 1024:
+            if problem.get("causal") and 0 < problem.get("Sq", 0) <= 2048:
                 return {"BM": 128}
             return {"BM": 192}
         if kernel == "attention_bwd_dq":
@@ -1975,7 +1976,8 @@ class WarpSpecializedLowering(Lowering):
     def schedule(cls, kernel: str, D: Optional[int], tensors=(), causal: bool = False) -> Optional[dict]:
         """The options a launch takes: SCHEDULES, and where the problem decides, the TMA store of the
         output (tma_store). The forward at D = 64 stores through TMA up to 1k queries: 1.037 / 1.006x
-        non-causal at S = 512 / 1k, 1.080 / 1.044x causal, 0.98-1.00x from 4k. At D = 128 its staging
+        non-causal at S = 512 / 1k, 1.080 / 1.044x causal, 0.98-1.00x from 4k; causal also at 2k, where
+        config() takes 128-row tiles (session 38). At D = 128 its staging
         tiles cost the forward a ring stage: 0.70-0.92x, but 1.046x causal at S = 512, where a program
         runs at most four key blocks (session 19). Only where every 16-bit tensor suits TMA (16-byte
         aligned base and outer strides, unit inner stride). The D = 128 forward up to
@@ -1985,7 +1987,7 @@ class WarpSpecializedLowering(Lowering):
         import torch
         opts = dict(cls.SCHEDULES.get((kernel, D)) or {})
         Sq = tensors[0].shape[1] if tensors and isinstance(tensors[0], torch.Tensor) else None
-        short = Sq is not None and (D == 64 and Sq <= 1024 or D == 128 and causal and Sq <= 512)
+        short = Sq is not None and (D == 64 and (Sq <= 1024 or causal and Sq <= 2048) or D == 128 and causal and Sq <= 512)
         if kernel == "attention_fwd" and short:
             opts["tma_store"] = True
             opts.pop("peel", None)
