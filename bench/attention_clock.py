@@ -12,8 +12,11 @@ ways of launching:
 Sessions 33-37 shortened the tile boundary of the forward in several ways (O staged in a K tile, the
 last P V carried into the next tile, phase offsets); at 4k and longer none of them showed in the
 kernel's time. If the clock falls as the cycles fall, the forward is held by the board's power, and a
-shorter boundary in cycles cannot show in time. The variants at S = 4k: the launched source (split
-tail), and the unsplit forward with and without `ring_store` (O staged in the last K tile).
+shorter boundary in cycles cannot show in time. (Measured: the clock stays near 1.70 GHz and moves
+little; cycles count. bench/hopper_notes.md, session 38.) The variants at S = 4k: the launched
+source, and the unsplit forward with and without `ring_store` (O staged in the last K tile). The
+launched source there was the split tail until `device_session38c.sh`, and is now the split tail with
+ring_store; variant `split` is the one before.
 
     PYTHONPATH=.:bench:tests/hopper python3 bench/attention_clock.py [check [module:name ...] | S ... | ab S ... [variant ...]]
 
