@@ -185,6 +185,18 @@ def input_sets(B, S, H, D, n=3, o=None):
     return sets
 
 
+def first_outputs(gos, sets):
+    """{name: (O, LSE)} of each prepared launch list in gos run once on sets[0] (outputs poisoned first)."""
+    import torch
+    outs = {}
+    for name, g in gos.items():
+        sets[0][3].fill_(float("nan")), sets[0][4].fill_(float("nan"))
+        g[0]()
+        torch.cuda.synchronize()
+        outs[name] = (sets[0][3].clone(), sets[0][4].clone())
+    return outs
+
+
 def cudnn_fn(sets):
     """fn(i): SDPA's cuDNN backend on set i % len(sets)."""
     import torch
