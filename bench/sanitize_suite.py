@@ -34,49 +34,42 @@ ran = []
 only = sys.argv[2] if sys.argv[1:2] == ["--only"] else None
 if only not in (None, "attention", "gemm_fp8", "fused", "split", "ring"):
     sys.exit(f"--only takes attention, gemm_fp8, fused, split or ring, got {only!r}")
-if only == "ring":  # option ring_store (session 37)
+
+
+def forward(B, Sq, Sk, H, Hkv, D, causal, options):
+    """One launch of the forward with these lowering options, on fresh random bf16 inputs (K as V)."""
     from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
     from tiles.kernels import attention_fwd
 
+    q = torch.randn(B, Sq, H, D, device=dev, dtype=torch.bfloat16)
+    k = torch.randn(B, Sk, Hkv, D, device=dev, dtype=torch.bfloat16)
+    o, lse = torch.empty_like(q), torch.empty(B, H, Sq, device=dev)
+    cfg = W.config("attention_fwd", D=D, causal=causal, Sq=Sq)
+    go = W.prepare(attention_fwd, q, k, k, o, lse, D ** -0.5, causal=causal, D=D, options=options, **cfg)
+    go()
+    return go
+
+
+if only == "ring":  # option ring_store (session 37)
     for B, Sq, Sk, H, Hkv, causal in ((4, 1000, 1000, 8, 4, False), (4, 1000, 1000, 8, 4, True),
                                       (3, 700, 300, 8, 2, True), (1, 200, 260, 2, 1, False)):
-        q = torch.randn(B, Sq, H, 128, device=dev, dtype=torch.bfloat16)
-        k = torch.randn(B, Sk, Hkv, 128, device=dev, dtype=torch.bfloat16)
-        o, lse = torch.empty_like(q), torch.empty(B, H, Sq, device=dev)
-        cfg = W.config("attention_fwd", D=128, causal=causal, Sq=Sq)
-        go = W.prepare(attention_fwd, q, k, k, o, lse, 128 ** -0.5, causal=causal, D=128,
-                       options={"peel": True, "ring_store": True}, **cfg)
-        go()
+        forward(B, Sq, Sk, H, Hkv, 128, causal, {"peel": True, "ring_store": True})
         ran.append(f"ring_store_{B}x{Sq}x{Sk}_causal{int(causal)}")
     # with the split tail (session 38): whole tiles first, then parts; and a walk of parts only
     for B, Sq, Sk, H, Hkv in ((2, 2000, 2000, 8, 4), (1, 300, 333, 4, 2)):
-        q = torch.randn(B, Sq, H, 128, device=dev, dtype=torch.bfloat16)
-        k = torch.randn(B, Sk, Hkv, 128, device=dev, dtype=torch.bfloat16)
-        o, lse = torch.empty_like(q), torch.empty(B, H, Sq, device=dev)
-        cfg = W.config("attention_fwd", D=128, causal=False, Sq=Sq)
-        go = W.prepare(attention_fwd, q, k, k, o, lse, 128 ** -0.5, causal=False, D=128,
-                       options={"peel": True, "ring_store": True, "split_tail": 3}, **cfg)
-        go()
+        go = forward(B, Sq, Sk, H, Hkv, 128, False, {"peel": True, "ring_store": True, "split_tail": 3})
         assert go.split[1] > 1, go.split
         ran.append(f"ring_store_split{go.split}")
     torch.cuda.synchronize()
     print(f"sanitize_suite: ran attention_fwd ring_store {', '.join(ran)}")
     sys.exit(0)
 if only == "split":  # option split_tail (session 32): every program in parts, and a walk with whole tiles first
-    from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
-    from tiles.kernels import attention_fwd
-
     # (2, 2000, 2000, 8, ...): 256 programs at D = 128 (176 at 64), so 132 whole tiles come first
     for B, Sq, Sk, H, Hkv, D, causal, parts in ((1, 300, 333, 4, 2, 128, False, 3), (2, 2000, 2000, 8, 4, 128, False, 3),
                                                 (1, 400, 400, 2, 1, 128, True, 3), (1, 500, 640, 3, 1, 64, False, 2),
                                                 (2, 2000, 2000, 8, 8, 64, False, 4)):
-        q = torch.randn(B, Sq, H, D, device=dev, dtype=torch.bfloat16)
-        k = torch.randn(B, Sk, Hkv, D, device=dev, dtype=torch.bfloat16)
-        o, lse = torch.empty_like(q), torch.empty(B, H, Sq, device=dev)
         opts = {"split_tail": parts, **({"window": False} if causal else {}), **({"peel": True} if D == 128 else {})}
-        cfg = W.config("attention_fwd", D=D, causal=causal, Sq=Sq)
-        go = W.prepare(attention_fwd, q, k, k, o, lse, D ** -0.5, causal=causal, D=D, options=opts, **cfg)
-        go()
+        go = forward(B, Sq, Sk, H, Hkv, D, causal, opts)
         assert go.split[1] > 1, go.split
         ran.append(f"split{go.split}")
     torch.cuda.synchronize()

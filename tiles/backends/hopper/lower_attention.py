@@ -620,21 +620,18 @@ class WarpSpecializedLowering(Lowering):
         at = view.param.rank - 1 - view.kept[0]
         c[at] = f"{c[at]} + wg_row0"
         m = self.maps[(id(view.param), self.WG_ROWS)]
-        plain = self.op_line(n)
         # (a program with an iteration gave the last program's stage back under its first turn; one with
         # none leaves it to the next that has one: `staged` is only ever set here, where it is free)
-        ring = "out_stage >= 0"
         if self.split is not None and id(n) in self.split["stores"]:
             # a part of the split tail stores its rows from registers into the workspace, and its kept
             # stage goes back unused under the next program's first turn, as a stored one does
             ring = "part < 0 && out_stage >= 0"
-            other = self.split_store(n, pad + "  ")
             other = [f"{pad}  if (out_stage >= 0) {{  // the other warpgroup's arrival is taken; the stage goes back unused",
                      f"{pad}    arch::bar_sync(8 + cw, 256);",
                      f"{pad}    staged = out_stage;",
-                     f"{pad}  }}"] + other
+                     f"{pad}  }}", *self.split_store(n, pad + "  ")]
         else:
-            other = [f"{pad}  {plain}"]
+            ring, other = "out_stage >= 0", [f"{pad}  {self.op_line(n)}"]
         return lines + [
             f"{pad}if ({ring}) {{",
             f"{pad}  arch::bar_sync(8 + cw, 256);  // the other warpgroup's last read of "
