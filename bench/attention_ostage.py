@@ -122,9 +122,9 @@ def check():
 def set_map(kern, o):
     from cuda.bindings import driver as cu
     from tiles.backends.hopper import runtime
-    from tiles.backends.hopper.lower_attention import _rank4
+    from tiles.backends.hopper.attention_launch import rank4
     box = [64, 1, 64, 1]  # 64 columns (one 128-byte swizzle line) x 64 rows (a warpgroup's)
-    m = runtime.tensor_map(o, box, 128, *_rank4(o, 8))
+    m = runtime.tensor_map(o, box, 128, *rank4(o, 8))
     err, ptr, size = cu.cuModuleGetGlobal(kern.module, b"map_O_g")
     assert err == cu.CUresult.CUDA_SUCCESS and size == 128, (err, size)
     (err,) = cu.cuMemcpyHtoD(ptr, ctypes.addressof(m), 128)

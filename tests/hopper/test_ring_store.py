@@ -78,7 +78,8 @@ def test_compiles_without_spills_or_serialized_wgmmas(causal, split, tmp_path):
 
 
 def test_schedule():
-    from tiles.backends.hopper.lower_attention import RING_STORE_QUERIES, WarpSpecializedLowering as W
+    from tiles.backends.hopper.attention_launch import RING_STORE_QUERIES
+    from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
 
     def opts(D, S, causal=False, o=None):
         q = torch.empty(1, S, 1, D, dtype=torch.bfloat16)
@@ -192,7 +193,7 @@ def test_through_the_api_against_float64():
     import tiles
     sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "portability"))
     from reference import check_attention_fwd
-    from tiles.backends.hopper.lower_attention import RING_STORE_QUERIES
+    from tiles.backends.hopper.attention_launch import RING_STORE_QUERIES
     for causal, S in RING_STORE_QUERIES.items():
         S = S or 2048
         g = torch.Generator(device="cuda").manual_seed(S)

@@ -34,7 +34,8 @@ def test_plan_standard_shapes():
 
 
 def test_schedule_splits_long_non_causal_forwards():
-    from tiles.backends.hopper.lower_attention import SPLIT_TAIL_KEYS, WarpSpecializedLowering as W
+    from tiles.backends.hopper.attention_launch import SPLIT_TAIL_KEYS
+    from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
 
     def opts(D, Sk, causal=False):
         q = torch.empty(1, 2048, 1, D, dtype=torch.bfloat16)

@@ -27,46 +27,8 @@ The schedule (templates/attention.cu.j2) comes from the kernel's overlap pattern
   barriers: a warpgroup's GEMM phase (the loop body's last mma, then the next iteration's first)
   starts only after the other warpgroup issued its own, so one softmax runs under the other's GEMMs.
   Pipelined / ProducerConsumer use the same code without the turn-taking;
-* schedule choices the IR leaves to the backend (options of the same names turn them off):
-  `rotate` issues the loop's last mma (O += P V) in the next iteration, right after the first, when
-  no op in between touches its tiles (FA3's intra-warpgroup overlap: it runs under the softmax);
-  `hoist` issues an mma whose operands are ready right after the loop's first mma (attention's
-  backward: dP = dO Vᵀ then runs under the softmax), unless the tiles it would keep in flight exceed
-  the consumers' registers (`loop_registers`; ptxas would spill);
-  `stages` deepens the ring past the declared depth while shared memory allows (up to 4);
-  `persistent` makes one CTA per SM walk the programs (program 0 slowest, from its heavy end, when
-  the loop's trip count depends on a program id, so rounds hold equal work);
-  `window` walks such a grid instead in pairs of programs of equal work (program 0's heavy and light
-  ends), in windows of heads whose streamed tiles fit in L2 (plan_window);
-  `fold` moves the softmax's scale into its exponent, `mul` + `row_max` + `sub_row` + `exp2` → one
-  FFMA and one EX2 an element, exact for a positive scale, which every launch checks (plan_fold);
-  `early_release` frees a one-shot tile (Q) in the loop's last iteration, so the next program's
-  copy loads under this one's last softmax and epilogue;
-  `continuous_turns` keeps PingPong's turns running across programs;
-  `uniform_warpgroup` hands the consumer warpgroup's index through a warp shuffle, so ptxas sees it
-  is the same in every lane and keeps the wgmma descriptors built from it in uniform registers (else
-  it builds them in vector registers and copies each back before its wgmma);
-  `tree_max` takes the softmax's row maximum as a tree (ops.h `row_max_tree`, the same bits) instead
-  of a chain, to shorten the wait from S to the exp2 (the longest FMNMX chain 18 -> 7);
-  `prefetch` loads the main loop's vectors (the backward's LSE and Delta) one iteration ahead;
-  `ds_stages` keeps the shared tiles the consumers write (attention_bwd_fused's dS) in two copies,
-  with one barrier a block; `reducer` hands a transposed store_add's TMA reduce to warp 1 of the
-  producer warpgroup; `whole_tile_stores` (off; on for dK/dV in SCHEDULES) stores a tile that lies
-  wholly inside its tensor without testing each pair (ops.h); `wide_stores` = 2 (the default) or 4
-  stores that many pairs of a row at once, after the lanes of a quad swap them (ops.h store_wide; 0:
-  a pair a store); `peel` (on for dK/dV at D = 64 and the forward at D = 128) emits the rotated
-  loop's first iteration on its own; `stmatrix` (on) stores 16-bit register tiles to shared memory
-  (the fused backward's dS; ring_store's staged O, from f32, by ops.h `store_stmatrix`) four pairs
-  an instruction (ops.h `store`; off: a pair a st.shared);
-  `vec_tma` (on for the backward's dK/dV and fused kernels, SCHEDULES / schedule) brings the loop's
-  column vectors (LSE, Delta) into each ring stage by the producer thread's TMA instead of every
-  consumer thread's global loads (plan_vec_tma); `resident` (on for dK/dV and fused at D = 64, dQ
-  at D = 128) holds a one-shot A operand (K, V; Q, dO) in registers, loaded once a program, so its
-  wgmmas read only B from shared memory (plan_resident); `quad_sums` (on) keeps the loop's running
-  row sum (the softmax's denominator) as each lane's part and adds a quad's parts once, after the
-  loop (plan_quad_sums); `ring_store` (the D = 128 forward, RING_STORE_QUERIES) stores the tile
-  written after the loop (O) by TMA from the last iteration's ring stage, carved out of its K tile
-  (plan_ring_store).
+* the schedule choices the IR leaves to the backend (rotate, hoist, fold, ring_store, ...) are planned
+  in attention_plans.py, and the options a problem launches with in attention_launch.py;
   bench/hopper_notes.md has the measurements behind each default.
 
 Scalars (program ids, sizes, strides, loop bounds, mask offsets) are the IR's own expressions rendered
@@ -75,19 +37,17 @@ accepts) and written with bounded stores from registers (rows past the tensor's 
 """
 from __future__ import annotations
 
-import ctypes
 import math
 from typing import Dict, List, Optional, Tuple
 
-from tiles.core import ir, split
-from tiles.core.backend import LaunchCache, call_signature
+from tiles.core import ir
 from tiles.core.lowering import Lowered, Lowering, LoweringError, header_files
 from tiles.core.patterns import Interleave, PingPong, ProducerConsumer
 
 from . import gemm_probe, runtime
+from .attention_launch import ARCH, AttentionLaunch
+from .attention_plans import CTYPE, WINDOW_MB, SchedulePlans, tiles_of
 
-ARCH = runtime.ARCH
-CTYPE = {"bf16": "bf16", "f16": "f16", "f32": "float"}
 SMEM_LIMIT = gemm_probe.SMEM_LIMIT
 RESERVED = {"S", "pos", "cw", "wg_row0", "held", "out_stage", "staged", "pid0", "pid1", "pid2", "smem_raw", "alloc",
             "map", "min", "max",
@@ -100,46 +60,6 @@ RESERVED = {"S", "pos", "cw", "wg_row0", "held", "out_stage", "staged", "pid0", 
             "operator", "private", "public", "protected", "friend", "virtual", "goto", "try", "catch", "throw",
             "signed", "unsigned", "void", "bool", "true", "false", "enum", "extern", "inline", "sizeof", "asm"}
 CMP = {"==", "!=", "<", "<=", ">", ">="}
-WINDOW_MB = 16  # L2 a window of heads may fill (the H200 has 50 MB, in two halves; others' data shares it)
-# The forward's last partial wave in key parts (option split_tail, tiles/split.h) from these key
-# lengths, by head dim. The suite's timing on the H200, over the launched forward (session 32,
-# bench/attention_split_tail.py): D = 128 0.963 / 1.009 / 1.020 / 1.027 at S = 1k / 4k / 8k / 16k,
-# D = 64 0.925 / 0.996 / 1.034 / 1.035. Below, the merge kernel (~6 us) and the parts' own
-# prologues cost more than the tail's idle SMs. Causal grids walk in pairs (plan_window), which the
-# split does not cut: the heavy-first walk it needs ran 0.90-0.92x at D = 128.
-SPLIT_TAIL_KEYS = {128: 4096, 64: 8192}
-# The D = 128 forward stores O by TMA from the last key block's ring stage (option ring_store) up to these
-# query lengths, non-causal and causal (None: every length). H200, session 37 (bench/attention_ring_store.py,
-# back to back / the suite's timing, over the choice before): non-causal 1.090 / 1.095 at S = 512, 1.056 /
-# 1.063 at 1k, 1.025 / 1.026 at 2k; causal 1.078-1.088 at 512 (over option tma_store), 1.072-1.080 at 1k,
-# 1.046-1.048 at 2k, 1.032 at 4k, 1.025-1.037 at 8k and 1.023-1.044 at 16k (the causal walk's programs
-# are short on average). With the split tail's whole tiles (session 38, bench/attention_clock.py ab,
-# rested launches interleaved): 1.005 at 4k (0.7 % fewer cycles), 0.995 at 8k, 0.989 at 16k.
-RING_STORE_QUERIES = {False: 4096, True: None}
-
-
-def _tma_ready(t) -> bool:
-    """Whether a TMA map can describe tensor t: unit inner stride, 16-byte aligned base and outer strides."""
-    return (t.dim() >= 1 and t.stride(-1) == 1 and t.data_ptr() % 16 == 0
-            and all(st * t.element_size() % 16 == 0 for st in t.stride()[:-1]))
-
-
-def _rank4(t, align: int):
-    """A tensor map's dims and element strides, innermost axis first, padded to rank 4. Axes of extent
-    1 are only ever read at coordinate 0, so any legal stride will do: past the tensor's end, rounded
-    up to `align` elements (16 bytes or more)."""
-    dims = list(reversed(t.shape)) + [1] * (4 - t.dim())
-    strides = list(reversed(t.stride())) + [0] * (4 - t.dim())
-    big = max([int(st) * int(n) for st, n in zip(t.stride(), t.shape)] + [align])
-    big = -(-big // align) * align
-    for i in range(1, 4):
-        if dims[i] == 1:
-            strides[i] = big
-    return dims, strides
-
-
-def _tiles_of(op: ir.Op) -> List[ir.Tile]:
-    return [x for x in op.outs + op.ins if isinstance(x, ir.Tile)]
 
 
 class _Group:
@@ -153,8 +73,7 @@ class _Group:
     def touches(self, tiles) -> bool:
         return any(t is self.acc or t is self.a_reg for t in tiles)
 
-
-class WarpSpecializedLowering(Lowering):
+class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
     backend = "hopper"
     template_dir = str(gemm_probe.TEMPLATES)
     int_call = {"min": "int_min({a}, {b})", "max": "int_max({a}, {b})", "cdiv": "ceil_div({a}, {b})"}
@@ -276,7 +195,7 @@ class WarpSpecializedLowering(Lowering):
             acc, a, b = n.outs[0], n.ins[0], n.ins[1]
             if acc in self.flipped or self.stored(acc)[0] == self.BM or acc.rows % 64:
                 continue
-            uses = [x for x in k.walk() if isinstance(x, ir.Op) and x is not n and acc in _tiles_of(x)]
+            uses = [x for x in k.walk() if isinstance(x, ir.Op) and x is not n and acc in tiles_of(x)]
             linear = all(x.name == "store_add" or (x.name == "mul" and x.outs[0] is acc and x.ins[0] is acc
                                                    and not isinstance(x.ins[1], ir.Tile)) for x in uses)
             kdim = a.rows if n.attrs.get("ta", False) else a.cols
@@ -465,7 +384,7 @@ class WarpSpecializedLowering(Lowering):
                 if a.kind == "reg" and n.attrs.get("ta", False):
                     seeds.append(a)
                 continue
-            union([t for t in _tiles_of(n) if t.kind in ("reg", "vec")])
+            union([t for t in tiles_of(n) if t.kind in ("reg", "vec")])
         roots = {find(t) for t in seeds}
         self.flipped = {t for t in self.k.tiles if t.kind in ("reg", "vec") and find(t) in roots}
         mmas = [n for n in self.k.walk() if isinstance(n, ir.Op) and n.name == "mma"]
@@ -512,100 +431,6 @@ class WarpSpecializedLowering(Lowering):
             i = self.sym_name(n.index)
             return f"{i}_begin", f"{i}_end"
         return self.expr(n.start), self.expr(n.stop)
-
-    def plan_split(self) -> None:
-        """Option split_tail: the persistent walk's last partial wave in parts of the pipelined loop
-        (tiles/split.h). The loop must declare merge=k.lse_merge(out, lse); the stores of out and lse
-        are the top-level register stores after it, and go to the workspace for a part."""
-        self.split = None
-        if not self.options.get("split_tail", False):
-            return
-        k, merge = self.k, self.loop.merge
-        if merge is None:
-            self._fail("option split_tail: the pipelined loop declares no merge= (k.lse_merge(out, lse)), so "
-                       "its parts could not be combined")
-        if not self.persistent or self.window_bytes is not None or self.reducer:
-            self._fail("option split_tail cuts the plain persistent walk's units: not with persistent=False, "
-                       "a reducer warp, or the causal pairs' window walk (take window=False with it)")
-        if self.loop not in k.body:
-            self._fail("option split_tail: the pipelined loop must be a top-level statement")
-        after = k.body[k.body.index(self.loop) + 1:]
-        stores = {}
-        for P in (merge.out, merge.lse):
-            every = [n for n in k.walk() if isinstance(n, ir.Op) and n.name in ("store", "store_add")
-                     and n.ins[1].param is P]
-            if len(every) != 1 or every[0] not in after or every[0].name != "store":
-                self._fail(f"option split_tail: {P.name} must be stored once, after the pipelined loop, at top level")
-            if id(every[0]) in self.tma_stores:
-                self._fail(f"option split_tail: {P.name} is stored through TMA (option tma_store); a part's "
-                           "store goes to the workspace from registers")
-            stores[P.name] = every[0]
-        o, l = stores[merge.out.name], stores[merge.lse.name]
-        (ot, ov), (lt, lv) = o.ins, l.ins
-        if ot.kind != "reg" or ov.rank != 2 or ot.dtype.name != "f32" or ot in self.flipped:
-            self._fail(f"option split_tail: {merge.out.name} must be stored from an f32 register tile to a 2-D window")
-        if lt.kind != "vec" or lv.rank != 1 or lt in self.flipped:
-            self._fail(f"option split_tail: {merge.lse.name} must be stored from a row vector to a 1-D window")
-        if ot.cols % 64 or ot.rows != self.BM:
-            self._fail(f"option split_tail: the merge takes {self.BM}-row tiles of a multiple of 64 columns, "
-                       f"{ot.name} is {ot.rows}x{ot.cols}")
-        r, c = ov.kept
-        Pl = lv.param
-        self.split = dict(
-            stores={id(o): "out", id(l): "lse"}, cols=ot.cols, out=merge.out.name, lse=Pl.name,
-            row=self.expr(o.attrs["row"]), nrows=self.sym_name(merge.out.dims[r]),
-            col="" if self.expr(o.attrs["col"]) == "0" else f" + ({self.expr(o.attrs['col'])})",
-            ncols=self.sym_name(merge.out.dims[c]), out_ptr=self.view_ptr(ov), out_ld=self.sym_name(merge.out.strides[r]),
-            lse_ptr=self.view_ptr(lv), lse_ld=self.sym_name(Pl.strides[lv.kept[0]]))
-        if self.split["row"] != self.expr(l.attrs["row"]):
-            self._fail(f"option split_tail: {merge.out.name} and {merge.lse.name} must be stored at the same row")
-
-    def plan_ring_store(self) -> None:
-        """Option ring_store: a 16-bit register tile stored once after the pipelined loop (the forward's
-        O) goes to global memory by TMA from the last iteration's ring stage, carved out of a shared tile
-        that only the loop's first mma reads (K): every warpgroup's last S has read it once the tile ends,
-        so its bytes are free until the stage goes back to the producer. Option tma_store's staging tiles
-        cost the D = 128 forward a ring stage; these cost nothing. Named barrier 8 + cw tells a warpgroup
-        that the other one's last read of that tile has retired; the stage is handed back under the next
-        program's first turn, once the store has read it (pingpong with the rotated loop peeled)."""
-        self.ring_stores = {}  # id(store) -> (carved ring tile, staging type)
-        if not self.options.get("ring_store", False):
-            return
-        if not (self.pingpong and self.deferred is not None and self.peel and self.continuous_turns()):
-            self._fail("option ring_store hands the stage back under the next program's first turn: it takes "
-                       "PingPong with the rotated loop peeled (option peel) and continuous turns")
-        if not self.persistent or self.loop not in self.k.body:
-            self._fail("option ring_store: a persistent walk whose pipelined loop is a top-level statement")
-        if self.tma_stores or self.reduces or self.written:
-            self._fail("option ring_store: not with tma_store, TMA reduces or written shared tiles (their named "
-                       "barriers and stores are its own)")
-        k = self.k
-        readers = {}  # ring tile -> the loop mmas reading it
-        for x in self.loop_body:
-            if isinstance(x, ir.Op) and x.name == "mma":
-                for t in x.ins:
-                    if t in self.ring:
-                        readers.setdefault(id(t), []).append(x)
-        free = [t for t in self.ring if readers.get(id(t)) and self.deferred not in readers[id(t)]]
-        after = k.body[k.body.index(self.loop) + 1:]
-        for o in [n for n in after if isinstance(n, ir.Op) and n.name == "store"]:
-            t, view = o.ins
-            P = view.param
-            if (t.kind != "reg" or t in self.flipped or t in self.split_k or view.rank != 2
-                    or view.kept[1] != P.rank - 1 or P.rank > 4 or P.dtype.name not in ("bf16", "f16") or t.cols % 64):
-                continue  # stored from registers, as without the option
-            need = self.consumers * self.WG_ROWS * t.cols * 2
-            fits = [r for r in free if math.prod(self.stored(r)) * r.dtype.bytes >= need]
-            if not fits:
-                self._fail(f"option ring_store: no ring tile read only by the loop's first mma holds {need} bytes "
-                           f"for {t.name}", o)
-            self._write_map(o, self.WG_ROWS, f"option ring_store: {P.name} is also loaded")
-            self.ring_stores[id(o)] = (fits[0], f"st<{CTYPE[P.dtype.name]}, WG_ROWS, {t.cols}>")
-            return  # one store a program: its stage is the last iteration's
-        self._fail("option ring_store: no 16-bit register tile is stored after the pipelined loop")
-
-    def continuous_turns(self) -> bool:
-        return bool(self.pingpong and self.deferred is not None and self.options.get("continuous_turns", True))
 
     def store_ring(self, n: ir.Op, pending: List[_Group], pad: str) -> List[str]:
         """A store of option ring_store: into this warpgroup's part of the kept stage's tile, then one
@@ -820,7 +645,7 @@ class WarpSpecializedLowering(Lowering):
             a = n.attrs
             return (f"store_add({self.view_ptr(view)}, {self.sym_name(P.strides[r])}, {self.sym_name(P.dims[r])}, "
                     f"{self.sym_name(P.dims[c])}, {v(t)}, {self.row(a['row'])}, {self.expr(a['col'])});")
-        if name in ("store", "load") and any(t in self.flipped for t in _tiles_of(n) if t.kind == "reg"):
+        if name in ("store", "load") and any(t in self.flipped for t in tiles_of(n) if t.kind == "reg"):
             self._fail(f"{name} of a register tile held transposed is not lowered", n)
         if name == "store":
             t, view = n.ins
@@ -878,46 +703,9 @@ class WarpSpecializedLowering(Lowering):
         wb_t ^= wb in self.flipped
         return wa, wa_t, wb, wb_t
 
-    def plan_resident(self) -> None:
-        """Option `resident`: a one-shot shared tile that is the untransposed A operand of mmas in the
-        pipelined loop is also held in registers (its warpgroup's rows, loaded once a tile after its
-        wait), and those wgmmas read A from there: each then reads only its B operand from shared
-        memory, where an SS wgmma of N = 64 reads as many bytes of A as of B (FlashAttention-3's
-        V_in_regs, for K as well). A tile read by nothing else is released as soon as it is in
-        registers, so the producer loads the next program's copy under this one."""
-        self.resident: Dict[int, str] = {}  # id(shared tile) -> its register copy
-        self.resident_only: set = set()  # ids of those nothing reads from shared memory after the load
-        which = self.options.get("resident", False)  # True: every such tile; a str: these, comma-separated
-        if not which:
-            return
-        names = None if which is True else set(str(which).split(","))
-        once = {id(o.outs[0]): o.outs[0] for o in self.once}
-        loop_ops = {id(x) for x in self.k.walk([self.loop])}
-        readers: Dict[int, list] = {}
-        for x in self.k.walk():
-            if isinstance(x, ir.Op) and x.name != "load_async":
-                for t in x.ins:
-                    if isinstance(t, ir.Tile) and id(t) in once:
-                        readers.setdefault(id(t), []).append(x)
-        for tid, t in once.items():
-            if (t.dtype.name not in ("bf16", "f16") or self.stored(t)[0] != self.BM or t in self.flipped
-                    or names is not None and t.name not in names):
-                continue
-            uses = []
-            for x in readers.get(tid, []):
-                if x.name != "mma" or id(x) not in loop_ops or x.outs[0] in self.split_k:
-                    continue
-                wa, wa_t, _, _ = self.wgmma_operands(x)
-                if wa is t and not wa_t:
-                    uses.append(x)
-            if uses:
-                self.resident[tid] = f"{t.name}_a"
-                if len(uses) == len(readers[tid]):
-                    self.resident_only.add(tid)
-
     def mma_line(self, n: ir.Op, stage: str = "pos.stage") -> Tuple[str, _Group]:
         acc, a, b = n.outs[0], n.ins[0], n.ins[1]
-        ta, tb, accum = n.attrs.get("ta", False), n.attrs.get("tb", False), n.attrs.get("accumulate", True)
+        accum = n.attrs.get("accumulate", True)
         if acc.kind != "reg" or acc.dtype.name != "f32":
             self._fail("mma accumulates into an f32 register tile", n)
         if a.dtype != b.dtype or a.dtype.name not in ("bf16", "f16"):
@@ -1019,11 +807,11 @@ class WarpSpecializedLowering(Lowering):
                 lines += self.store_ring(n, pending, pad)
                 continue
             if n.name == "store" and self.split is not None and id(n) in self.split["stores"]:
-                self.wait_for(_tiles_of(n), pending, lines, pad)
+                self.wait_for(tiles_of(n), pending, lines, pad)
                 lines += self.split_store(n, pad)
                 continue
             if n.name == "mma":
-                self.wait_for(_tiles_of(n), pending, lines, pad)
+                self.wait_for(tiles_of(n), pending, lines, pad)
                 call, g = self.mma_line(n)
                 if self.pingpong and n is self.turn_sync:
                     lines.append(f"{pad}arch::bar_sync(1 + cw, 256);  // my turn on the tensor cores")
@@ -1039,7 +827,7 @@ class WarpSpecializedLowering(Lowering):
                     lines += [f"{pad}  {x}" for x in self.give_back("staged")]
                     lines.append(f"{pad}}}")
                 continue
-            self.wait_for(_tiles_of(n), pending, lines, pad)
+            self.wait_for(tiles_of(n), pending, lines, pad)
             lines.append(pad + (self.folded_line(n, fold[1]) if fold is not None else self.op_line(n)))
         return lines
 
@@ -1188,7 +976,7 @@ class WarpSpecializedLowering(Lowering):
         no guard, and no group closed empty."""
         if self.peeling:
             return []
-        self.wait_for(_tiles_of(self.deferred), pending, [], pad)  # (never: checked in lower())
+        self.wait_for(tiles_of(self.deferred), pending, [], pad)  # (never: checked in lower())
         call, g = self.mma_line(self.deferred, "held")
         pending.append(g)
         return [f"{pad}// {ir.format_op(self.deferred)}  [{which}: issued late so it runs under the softmax]",
@@ -1292,269 +1080,12 @@ class WarpSpecializedLowering(Lowering):
                     lines.append(f"{pad}release(S.once_empty[{i}]);  // {o.outs[0].name} is read no more this tile")
         return lines
 
-    def plan_hoist(self) -> None:
-        """Issue order of the main loop body (self.loop_body). With the `hoist` option (default on),
-        an mma whose operands are ready right after the loop's first mma moves up to follow it, so it
-        runs on the tensor cores while the registers work on the first one's result (attention's
-        backward: dP = dO Vᵀ overlaps the softmax that makes P from S). Legal when no op in between
-        writes a tile it reads, or touches the tile it writes."""
-        body = list(self.loop.body)
-        self.loop_body = body
-        mmas = [x for x in body if isinstance(x, ir.Op) and x.name == "mma"]
-        if not self.options.get("hoist", True) or len(mmas) < 3:
-            return
-        for m in mmas[1:-1]:
-            f, j = body.index(mmas[0]), body.index(m)
-            reads = {t for t in m.ins if isinstance(t, ir.Tile)}
-            if m.attrs.get("accumulate", True):
-                reads.add(m.outs[0])
-            between = body[f + 1:j]
-            if any(not isinstance(x, ir.Op) or x.name == "wait" for x in between):
-                continue
-            if any(set(x.outs) & reads or m.outs[0] in _tiles_of(x) for x in between):
-                continue
-            body.remove(m)
-            # after the first mma and any mma hoisted before this one
-            at = f + 1
-            while at < len(body) and body[at] in self.hoisted:
-                at += 1
-            body.insert(at, m)
-            self.hoisted.append(m)
-
-    def loop_registers(self) -> int:
-        """A consumer thread's registers for the tiles the main loop's schedule keeps live at once
-        (a lower bound that leaves the scalars out): the accumulators that persist across iterations,
-        the first mma's accumulator, the hoisted ones in flight under the elementwise ops, the
-        register A operands of the loop's mmas (the deferred mma's stays pinned until it retires)."""
-        def regs(t):
-            r, c = self.stored(t)
-            return self.WG_ROWS * c * t.dtype.bytes // 4 // 128
-        ops = [x for x in self.loop_body if isinstance(x, ir.Op)]
-        mmas = [x for x in ops if x.name == "mma"]
-        written = {t for x in ops if x.name != "mma" for t in x.outs}
-        resident = {m.outs[0] for m in mmas if m.attrs.get("accumulate", True) and m.outs[0] not in written}
-        live = resident | {mmas[0].outs[0]} | {m.outs[0] for m in self.hoisted}
-        live |= {m.ins[0] if m.ins[0].kind == "reg" else m.ins[1] for m in mmas
-                 if any(t.kind == "reg" for t in m.ins)}
-        return sum(regs(t) for t in live if t.kind == "reg") + sum(
-            regs(o.outs[0]) for o in self.once if id(o.outs[0]) in self.resident)
-
-    def plan_rotation(self, mmas) -> None:
-        """Software-pipeline the main loop (FA3's intra-warpgroup overlap): its last mma is issued in
-        the next iteration right after the first one, so it runs under that iteration's softmax.
-        Legal when no op between the two positions touches its tiles."""
-        self.deferred = self.deferred_after = None
-        if not self.options.get("rotate", True) or len(mmas) < 2:
-            return
-        body = self.loop_body
-        last, first = mmas[-1], mmas[0]
-        tiles = set(_tiles_of(last)) - {t for t in _tiles_of(last) if t.kind == "shared"}
-        after = body[body.index(last) + 1:]
-        before = body[:body.index(first) + 1]
-        touched = [t for x in after + before if isinstance(x, ir.Op) and x.name != "wait" for t in _tiles_of(x)]
-        if any(t in tiles for t in touched) or any(isinstance(x, ir.Loop) for x in body):
-            return
-        if not any(t in self.ring for t in last.ins):
-            return
-        self.deferred, self.deferred_after = last, first
-
-    def plan_fold(self) -> None:
-        """FlashAttention-3's softmax arithmetic. In the main loop, `mul(s, s, c)` followed (past masks
-        to -inf and a `row_max(m, s, init)`) by `sub_row(s, s, v)`, `exp2(s, s)` becomes one FFMA and
-        one EX2 an element (ops.h `exp2_scaled_row`), and the row maximum is taken before scaling and
-        scaled once a row (`row_max_scaled`): one FMUL an element less. Exact only for c > 0, so the
-        lowering records c (Lowered.notes["positive"]) and the launcher lowers without the fold
-        (option fold=False) when c ≤ 0 at a launch."""
-        self.fold: Dict[int, tuple] = {}
-        self.positive: List[object] = []
-        if not self.options.get("fold", True):
-            return
-        body = self.loop_body
-        for i, n in enumerate(body):
-            if not (isinstance(n, ir.Op) and n.name == "mul" and n.outs[0].kind == "reg"
-                    and n.ins[0] is n.outs[0] and not isinstance(n.ins[1], ir.Tile)):
-                continue
-            s, c = n.outs[0], n.ins[1]
-            plan = {}
-            for j in range(i + 1, len(body) - 1):
-                x = body[j]
-                if not isinstance(x, ir.Op) or x in self.hoisted or x is self.deferred:
-                    if isinstance(x, ir.Op) and s not in _tiles_of(x):
-                        continue  # an mma issued early that does not touch s
-                    break
-                if x.name in ("mask_cols", "mask_rows", "mask_causal") and x.outs[0] is s:
-                    v = x.attrs["value"]
-                    if isinstance(v, ir.Const) and v.value == -math.inf:
-                        continue
-                    break
-                if x.name == "row_max" and len(x.ins) == 2 and x.ins[0] is s:
-                    plan[id(x)] = ("row_max_scaled", c)
-                    continue
-                e = body[j + 1]
-                if (x.name == "sub_row" and x.ins[0] is s and x.outs[0] is s and isinstance(e, ir.Op)
-                        and e.name == "exp2" and e.ins[0] is s and e.outs[0] is s):
-                    plan[id(x)] = ("exp2_scaled", c)
-                    plan[id(n)] = ("skip", "the exp2_scaled below")
-                    plan[id(e)] = ("skip", "the exp2_scaled above")
-                    self.fold.update(plan)
-                    self.positive.append(c)
-                    break
-                if s in _tiles_of(x):
-                    break
-
-    def plan_quad_sums(self) -> None:
-        """Option quad_sums (on): a running row sum of the main loop, `row_sum(l, s, l)`, is kept in each
-        lane as the sum of the lane's own columns (ops.h row_sum_partial), and the four lanes of a quad
-        that hold a row are added once, after the loop (row_sum_finish): the two shuffles and two adds a
-        row leave every block. It holds where l starts at 0 (a `fill` before the loop) and the loop
-        touches l only with that row_sum and with `mul(l, l, x)`, x a row vector or a constant, which
-        scales every lane's part alike. Another order of the same sum: the result changes in its
-        rounding. H200, session 29 (bench/attention_rowsum_edits.py `quad_end`, D = 128, non-causal,
-        the kernel alone): 0.999 / 1.009 / 1.007x the launched forward at S = 1k / 4k / 16k."""
-        self.quad_sums: List[ir.Tile] = []
-        if not self.options.get("quad_sums", True) or not any(n is self.loop for n in self.k.body):
-            return  # (a loop inside another would run on from a finished sum in the outer one's next turn)
-        ops = [x for x in self.k.walk() if isinstance(x, ir.Op)]
-        inside = {id(x) for x in self.k.walk([self.loop]) if isinstance(x, ir.Op)}
-        first = next((i for i, x in enumerate(ops) if id(x) in inside), len(ops))
-
-        def allowed(x: ir.Op, v: ir.Tile, i: int) -> bool:
-            if id(x) in inside:
-                return (x.name == "mul" and x.outs[0] is v and x.ins[0] is v
-                        and (not isinstance(x.ins[1], ir.Tile) or (x.ins[1].kind == "vec" and x.ins[1] is not v)))
-            if i > first:
-                return True  # after the loop: the quad's sum is finished by then
-            val = x.attrs.get("value") if x.name == "fill" else None
-            return val is not None and float(val.value if isinstance(val, ir.Const) else val) == 0.0
-
-        for n in ops:
-            if not (id(n) in inside and n.name == "row_sum" and len(n.ins) == 2 and n.ins[1] is n.outs[0]):
-                continue
-            v = n.outs[0]
-            if v.kind != "vec" or v in self.flipped or v in self.quad_sums:
-                continue
-            if all(allowed(x, v, i) for i, x in enumerate(ops) if x is not n and v in _tiles_of(x)):
-                self.quad_sums.append(v)
-
-    def plan_vec_tma(self) -> None:
-        """Option vec_tma: the pipelined loop's column vectors (the backward's LSE and Delta of the
-        query block) come into each ring stage by TMA, issued by the producer thread with the stage's
-        tiles and counted on its full barrier, and the consumers read them from shared memory
-        (FlashAttention-3's LSE and dPsum). Otherwise every consumer thread loads them from global
-        memory, a block ahead (`prefetch`), and its proxy fences then wait for those loads (session 21).
-        The window is one unswizzled box along the tensor's last axis; the launch pads a tensor whose
-        rows are not 16-byte aligned (WarpSpecializedLowering._prepare)."""
-        self.vec_tma: Dict[int, str] = {}
-        self.vec_maps: Dict[str, Tuple[ir.Param, int]] = {}
-        if not self.options.get("vec_tma", False):
-            return
-        waited = False
-        for n in self.loop.body:
-            if isinstance(n, ir.Op) and n.name == "wait":
-                waited = True
-            if not (isinstance(n, ir.Op) and n.name == "load" and n.outs[0].kind == "vec"
-                    and isinstance(n.ins[0], ir.View) and n.ins[0].rank == 1
-                    and self.loop.index in ir.symbols(ir.as_expr(n.attrs["row"]))):
-                continue
-            t, view = n.outs[0], n.ins[0]
-            P = view.param
-            if (t not in self.flipped or P.dtype.name != "f32" or not waited or P.rank > 4
-                    or view.kept[0] != P.rank - 1 or t.rows % 4 or t.rows > 256):
-                self._fail(f"option vec_tma: {t.name} must be an f32 column vector (along the columns of tiles "
-                           "held transposed) of at most 256 elements, a multiple of 4, loaded along its tensor's "
-                           "last axis after the loop's wait", n)
-            key = (id(P), t.rows)
-            if key in self.maps:
-                self._fail(f"option vec_tma: {P.name} is also read as a tile", n)
-            self.maps[key] = f"map_{P.name}"
-            self.vec_maps[self.maps[key]] = (P, t.rows)
-            self.vec_tma[id(n)] = f"{t.name}_s"
-        if not self.vec_tma:
-            self._fail("option vec_tma: the pipelined loop loads no column vector")
-
     def vec_coords(self, n: ir.Op) -> List[str]:
         """Coordinates of a vector window's box, innermost axis first, padded to rank 4."""
         view = n.ins[0]
         out = [self.expr(n.attrs["row"]) if a == view.kept[0] else self.expr(view.index[a])
                for a in reversed(range(view.param.rank))]
         return out + ["0"] * (4 - len(out))
-
-    def plan_prefetch(self) -> None:
-        """Vector loads in the main loop (the backward's LSE and Delta of the query block) are issued
-        one iteration ahead into a second copy (`prefetch`, default on): the global load then has a
-        whole iteration to arrive instead of the one GEMM before its first use. The last iteration
-        loads one block past the loop's end, bounded like every load (rows past the tensor read 0)."""
-        self.prefetch: Dict[int, ir.Op] = {}
-        if not self.options.get("prefetch", True):
-            return
-        for n in self.loop_body:
-            if (isinstance(n, ir.Op) and n.name == "load" and n.outs[0].kind == "vec" and isinstance(n.ins[0], ir.View)
-                    and n.ins[0].rank == 1 and self.loop.index in ir.symbols(ir.as_expr(n.attrs["row"]))
-                    and id(n) not in self.vec_tma):
-                self.prefetch[id(n)] = n
-
-    def plan_early_release(self) -> None:
-        """One-shot tiles read only by the main loop's mmas that also read a ring stage (so each
-        such wgmma retires within its iteration) are released in the loop's last iteration, right
-        after the last one retires, instead of after the loop: the producer loads the next program's
-        copy under this program's last softmax and epilogue (persistent kernels only). A loop with
-        no iterations releases after it, as before."""
-        self.early: Dict[int, int] = {}  # id(one-shot tile) -> its once_empty barrier
-        if not self.options.get("early_release", True) or not self.persistent or self.loop not in self.k.body:
-            return
-        ops = [x for x in self.k.walk() if isinstance(x, ir.Op)]
-        for i, o in enumerate(self.once):
-            t = o.outs[0]
-            readers = [x for x in ops if x is not o and t in _tiles_of(x)]
-            if readers and all(x.name == "mma" and x in self.loop_body and any(r in self.ring for r in x.ins)
-                               for x in readers):
-                self.early[id(t)] = i
-
-    def plan_window(self) -> None:
-        """The persistent walk of a causal grid, for L2. With program 0 slowest (heavy first), the
-        programs of one head (same program ids 1, 2) are a grid's worth apart, and at short sequences
-        each re-reads its head's streamed tiles from memory (estimated ~1.8x the bytes of the
-        non-causal walk at S = 512). Instead, the programs at the two ends of program 0 (levels a and
-        grid0 - 1 - a) make a pair of about equal work; pairs are dealt round-robin (balanced as well
-        as heavy-first, bench/hopper_notes.md), ordered in windows of whole heads whose streamed tiles
-        fit in WINDOW_MB of L2 (a program streams a stage per trip of the pipelined loop and of the
-        loops around it). Applies when the streamed tiles do not depend on program 0 and no trip count
-        on programs 1, 2 or an outer loop's index (option window=False: the heavy-first walk)."""
-        self.window_bytes, self.window_note = None, ""
-        if not (self.persistent and self.order == "heavy_first" and self.options.get("window", True)):
-            return
-        nest = self._enclosing(self.k.body, self.loop)  # the loops around the pipelined one, outermost first
-        if nest is None or any(not isinstance(x, ir.Loop) for x in nest):
-            return
-        loads = [x for x in self.loop.body if isinstance(x, ir.Op) and x.name == "load_async"]
-        exprs = [ix for o in loads for ix in o.ins[0].index if ix is not None]
-        exprs += [o.attrs[a] for o in loads for a in ("row", "col")]
-        if any(x.kind == "pid" and x.name == "pid0" for e in exprs for x in ir.symbols(e)):
-            return
-        bounds = [e for x in nest + [self.loop] for e in (x.start, x.stop)]
-        if any(x.kind == "pid" and x.name != "pid0" or x.kind == "loop" for e in bounds for x in ir.symbols(e)):
-            return
-        heavy = {"pid0": "(grid0 - 1)" if self.reverse else "0"}
-        trips = []
-        for x in nest + [self.loop]:
-            t = self.expr(x.stop, heavy)
-            if ir.symbols(x.start) or ir.evaluate(ir.as_expr(x.start), {}) != 0:
-                t = f"{t} - ({self.expr(x.start, heavy)})"
-            trips.append(f"({t})")
-        stage = sum(t.numel * t.dtype.bytes for t in self.ring)
-        self.window_bytes = f"{stage}LL * " + " * ".join(trips)
-        self.window_note = " + ".join(t.name for t in self.ring) + f", {stage} bytes a stage"
-
-    def _enclosing(self, nodes, target, outer=()) -> Optional[List[ir.Loop]]:
-        """The loops around `target` in `nodes`, outermost first (None if it is not there)."""
-        for n in nodes:
-            if n is target:
-                return list(outer)
-            if isinstance(n, ir.Loop):
-                found = self._enclosing(n.body, target, outer + (n,))
-                if found is not None:
-                    return found
-        return None
 
     # ------------------------------------------------------------------ rendering
     def lower(self) -> Lowered:
@@ -1733,290 +1264,3 @@ class WarpSpecializedLowering(Lowering):
                               "consumers": self.consumers, "stages": self.stages,
                               "split": None if self.split is None else {
                                   "rows": self.BM, "cols": self.split["cols"], "merge": name + "_merge"}})
-
-    # ------------------------------------------------------------------ launching
-    @classmethod
-    def config(cls, kernel: Optional[str] = None, D: Optional[int] = None, **problem) -> dict:
-        """Tile sizes the kernel leaves to the backend. The forward at D = 64 takes 192 query rows per
-        program, one consumer warpgroup per 64 (FlashAttention-3's choice): the softmax, not the
-        tensor cores, bounds D = 64, and a third warpgroup hides more of it. Measured on the H200
-        (bench/hopper_notes.md): +2 to +21% over 128 rows non-causal, -3 to +5% causal. Causal
-        with at most 2k queries takes 128 rows in two warpgroups taking turns: 1.045 / 1.068x at
-        S = 512 / 1k (session 17), and at 2k 1.022-1.027x with O through TMA (session 38; 0.97x
-        storing from registers, session 17); a short causal program is mostly its diagonal block,
-        and 192-row blocks mask more of it."""
-        if kernel == "attention_fwd" and D == 64:
-            if problem.get("causal") and 0 < problem.get("Sq", 0) <= 2048:
-                return {"BM": 128}
-            return {"BM": 192}
-        if kernel == "attention_bwd_dq":
-            # two consumer warpgroups of 64 query rows instead of one: 1.16-1.38x over BM = 64 on the
-            # H200 (bench/hopper_notes.md, tile sweep); 64 keys a block at D = 128 keep S, dP and dQ
-            # in registers, 128 keys at D = 64
-            return {"BM": 128, "BN": 64 if D == 128 else 128}
-        return {}
-
-    # schedule options per (kernel, head dim) the tile sweep measured better than the pattern's default
-    SCHEDULES = {("attention_bwd_dq", 128): {"pingpong": True, "tma_store": True, "resident": True},
-                 # resident (Q and dO as register A operands): 1.06 / 1.02 / 0.99x at S = 1k / 4k / 16k
-                 # non-causal, 1.03 / 1.01x causal at 4k / 16k, the kernel alone (session 24; from 8k
-                 # non-causal the fused kernel runs instead). At D = 64 it ran 0.68-0.76x: its 32 registers
-                 # cost the loop dP's hoist (loop_registers), and hoisted anyway ptxas serializes (C7512)
-                 # 1.25-1.38x over BM=64, 1.21-1.37x without turns: +1 to +6 %. The scale folded into the exponent: 1-5% slower here at 5 of 8
-                 # shapes, in two runs (bench/hopper_notes.md, session 13). The warpgroup index through a
-                 # shuffle: off in session 14 (1-3.5 % slower then); on today's code (descriptor offsets)
-                 # 2 % faster at 11 of 12 shapes, in two runs (session 15). dQ through a TMA store: 1.003-1.066x
-                 # at all 8 shapes (S = 512-16k, causal and not; session 19)
-                 ("attention_bwd_dkdv", 64): {"pingpong": True, "fold": False, "whole_tile_stores": True,
-                                              "peel": True, "vec_tma": True, "resident": True},
-                 # K and V as register A operands (resident): dK/dV at D = 64 1.12-1.15x non-causal at
-                 # S = 1k-16k, 1.10 / 1.15x causal at 4k / 16k, the kernel alone (session 24). At D = 128
-                 # their 64 registers spill
-                 # the rotated loop's first iteration peeled: dK/dV at D = 64 1.03 / 1.09 / 1.14x at
-                 # S = 512 / 2k / 16k non-causal, 1.00-1.01x causal (session 16); the forward and dQ
-                 # within -6 to +3 %, dK/dV at D = 128 0.77-0.91x (ptxas serializes its wgmmas). dQ at
-                 # D = 128 non-causal again 0.97-0.98x (session 25); causal it meets C7519 (TMA store)
-                 # dK and dV stored without a test a pair where the tile is whole: faster at 15 of 16
-                 # shapes, by up to 6 % (session 16); the forward was up to 4 % slower with it and dQ
-                 # -3 to +2 %, so off there
-                 # LSE and Delta by the producer's TMA (vec_tma): dK/dV 1.06-1.09x at D = 128 and
-                 # 0.98-1.09x at D = 64 (S = 1k-16k, causal and not; session 22)
-                 ("attention_bwd_dkdv", 128): {"whole_tile_stores": True, "vec_tma": True},
-                 # the rotated loop's first iteration peeled: the forward at D = 128 1.022 / 1.034x at
-                 # S = 4k / 16k non-causal, 1.00-1.01x at 1k and causal (session 24, the kernel alone;
-                 # session 16's kernel had read -6 to +3 %). Not with the TMA store (schedule): ptxas
-                 # serializes that form's wgmmas causal (C7519)
-                 ("attention_fwd", 128): {"peel": True},
-                 # dK, dV (128 registers) + the dQ block: the persistent loop's own registers make
-                 # ptxas spill (144 bytes); one CTA per program does not. Not rotated: dK's wgmma is
-                 # issued right after dQ's and runs while dQ is staged for its reduce. The warpgroup
-                 # index through a shuffle: 5-13 % faster (session 16; it spilled before the reducer
-                 # warp took the reduce out of the consumers). LSE and Delta by TMA: 1.02-1.14x over
-                 # loading them through autograd (session 22; launched from 8k non-causal: FUSED_BACKWARD_D)
-                 ("attention_bwd_fused", 128): {"persistent": False, "rotate": False, "uniform_warpgroup": True,
-                                                "whole_tile_stores": True, "vec_tma": True},
-                 # dQ summed by warpgroup (split_k), persistent: 1.03-1.07x the split backward through
-                 # autograd, where one CTA a program ran 0.78-0.87x (ptxas rematerialized the loop's
-                 # shuffle lanes: 740 instructions a block against 585; session 20). Not rotated (dK's
-                 # wgmma issued right after dQ's, under dQ's staging): 1.02-1.13x the split backward
-                 # where rotated ran 1.00-1.08x, at all 6 shapes (S = 1k-16k, causal and not; session 21)
-                 # K and V as register A operands (resident): 1.05-1.07x non-causal at S = 1k-16k, 1.01 /
-                 # 1.04x causal at 4k / 16k, the kernel alone (session 24): the SS wgmmas of N = 64 read
-                 # as many bytes of A as of B, and shared memory's bandwidth is what the loop runs at
-                 ("attention_bwd_fused", 64): {"uniform_warpgroup": True, "whole_tile_stores": True,
-                                               "rotate": False, "resident": True}}
-
-    _lowered_cache: Dict[tuple, Lowered] = {}
-    _kernel_cache: Dict[tuple, object] = {}
-    _launches = LaunchCache()
-
-    @classmethod
-    def prepare(cls, kfn, *args, options: Optional[dict] = None, **kwargs):
-        """Everything one launch needs, built once: returns a zero-argument function that launches
-        the kernel on these tensors (the benchmark times that), or None when the grid is empty.
-        Kept per call signature: a training step that meets the same addresses and shapes again
-        (PyTorch's caching allocator hands them back) skips tracing, binding and the tensor maps."""
-        import torch
-
-        # the kernel is loaded per device: the current one is part of what the launch depends on
-        sig = call_signature(kfn.name, args, kwargs, (tuple(sorted((options or {}).items())), torch.cuda.current_device()))
-        go = cls._launches.get(sig)
-        if go is not None:
-            return go
-        go = cls._prepare(kfn, *args, options=options, **kwargs)
-        if go is not None and not go.copies:  # maps into per-call copies cannot be reused
-            cls._launches.put(sig, go)
-        return go
-
-    @classmethod
-    def _prepare(cls, kfn, *args, options: Optional[dict] = None, **kwargs):
-        bound = kfn.bind(*args, **kwargs)
-        k = kfn.trace(*args, **kwargs)
-        low = cls._lowering(k, options)
-        if not cls.folds_hold(low, bound):  # the softmax's scale is not positive at this launch
-            low = cls._lowering(k, {**(options or {}), "fold": False})
-        tensors = {p.name: bound.arguments[p.name] for p in k.params}
-        copies = []
-        # TMA needs 16-byte aligned outer strides: a stride-0 broadcast or an odd stride gets a copy
-        # (inputs only: a tensor written through TMA, by a reduce or by option tma_store, is refused)
-        for a in low.args:
-            if a[0] == "tma_vec":  # a vector's rows padded to 16 bytes where they are not (a per-call copy)
-                t = tensors[a[2].name]
-                if t.stride(-1) != 1 or t.data_ptr() % 16 or any((st * 4) % 16 for st in t.stride()[:-1]):
-                    n = t.shape[-1]
-                    padded = t.new_zeros(*t.shape[:-1], -(-n // 4) * 4)[..., :n]
-                    padded.copy_(t)
-                    tensors[a[2].name] = padded
-                    copies.append(padded)
-                continue
-            if a[0] != "tma":
-                continue
-            t = tensors[a[2].name]
-            esz = t.element_size()
-            if t.stride(-1) != 1 or t.data_ptr() % 16 or any(
-                    (st * esz) % 16 or (st == 0 and n > 1) for st, n in zip(t.stride()[:-1], t.shape[:-1])):
-                ops = [n for n in k.walk() if isinstance(n, ir.Op) and n.name in ("store_add", "store", "load_async")
-                       and any(isinstance(x, ir.View) and x.param is a[2] for x in n.ins)]
-                if ops and all(n.name != "load_async" for n in ops):  # its map is the one it is written through
-                    raise ValueError(f"{k.name}: {a[2].name} is written through TMA: it needs its last axis "
-                                     f"contiguous, a 16-byte aligned base and rows, and no broadcast axes; got strides "
-                                     f"{tuple(t.stride())}, base {t.data_ptr() % 16} bytes past 16")
-                tensors[a[2].name] = t.contiguous()
-                copies.append(tensors[a[2].name])
-        env = {}
-        for P in k.params:
-            t = tensors[P.name]
-            env.update({d.name: int(t.shape[i]) for i, d in enumerate(P.dims)})
-            env.update({st.name: int(t.stride(i)) for i, st in enumerate(P.strides)})
-        for sc in k.scalars:
-            env[sc.name] = float(bound.arguments[sc.name])
-        grid = tuple(int(ir.evaluate(g, env)) for g in k.grid)
-        if min(grid) <= 0:
-            return None
-        programs, grid0 = math.prod(grid), grid[0]
-        if low.notes["persistent"]:  # one CTA per SM walks the tiles (registers allow one per SM)
-            grid = (min(programs, runtime.num_sms()), 1, 1)
-        sp = low.notes.get("split")
-        if sp is not None:  # option split_tail: the last partial wave walked in parts (tiles/split.h)
-            loop = k.main_loop()
-            trips = 0  # the heaviest program's (a causal loop's count runs with program 0; both ends)
-            for p0 in (0, grid0 - 1):
-                at = dict(env, pid0=p0, pid1=0, pid2=0)
-                trips = max(trips, int(ir.evaluate(ir.as_expr(loop.stop), at)) - int(ir.evaluate(ir.as_expr(loop.start), at)))
-            forced = (options or {}).get("split_tail")
-            whole, parts = split.plan(programs, runtime.num_sms(), trips, None if forced is True else forced)
-            ws_floats = (programs - whole) * parts * sp["rows"] * (sp["cols"] + 1)
-            if whole == programs:  # nothing to split at this launch: the kernel without the option
-                plain = {**(options or {}), "split_tail": False}
-                low = cls._lowering(k, plain)
-                if not cls.folds_hold(low, bound):
-                    low = cls._lowering(k, {**plain, "fold": False})
-                sp = None
-        import torch
-        kkey = (id(low), torch.cuda.current_device())
-        kern = cls._kernel_cache.get(kkey)
-        if kern is None:  # compile (disk-cached) and load once per lowering and device
-            comp = runtime.compile_cuda(low.source, name=low.entry + ".cu")
-            kern = cls._kernel_cache[kkey] = runtime.load(comp.cubin, low.entry)
-            if sp is not None:  # the split's merge kernel lives in the same translation unit
-                cls._kernel_cache[kkey + ("merge",)] = runtime.load(comp.cubin, sp["merge"])
-        argv = []
-        for a in low.args:
-            if a[0] == "tma":
-                _, m, P, rows, kept_row = a
-                t = tensors[P.name]
-                box = [128 // t.element_size(), 1, 1, 1]  # one 128-byte swizzle line
-                box[t.dim() - 1 - kept_row] = rows
-                argv.append(runtime.tensor_map(t, box, 128, *_rank4(t, 8)))
-            elif a[0] == "tma_vec":  # one unswizzled box along the last axis
-                _, m, P, rows = a
-                t = tensors[P.name]
-                argv.append(runtime.tensor_map(t, [rows, 1, 1, 1], 0, *_rank4(t, 4)))
-            elif a[0] == "ptr":
-                argv.append(runtime.arg_ptr(tensors[a[1].name]))
-            elif a[0] == "dim":
-                argv.append(runtime.arg_i32(env[a[1].name]))
-            elif a[0] == "stride64":
-                argv.append(runtime.arg_i64(env[a[1].name]))
-            elif a[0] == "f32":
-                argv.append(runtime.arg_f32(env[a[1].name]))
-            elif a[0] == "split_ws":
-                ws_arg = len(argv)
-                argv.append(None)  # a fresh workspace each launch, from torch's allocator on this stream
-            elif a[0] == "split_whole":
-                argv.append(runtime.arg_i32(whole))
-            elif a[0] == "split_parts":
-                argv.append(runtime.arg_i32(parts))
-        if sp is None:
-            def go():  # the caller's tensors stay the caller's: only per-call copies are held here
-                kern.launch(grid, low.block, argv, smem=low.shared_bytes)
-                return copies
-        else:
-            merge = cls._kernel_cache[kkey + ("merge",)]
-            device = tensors[k.params[0].name].device
-            merge_grid = ((programs - whole) * sp["rows"] // 4, 1, 1)
-
-            def go():
-                # the workspace is stream-ordered: the allocator hands it on only after the merge has run
-                ws = torch.empty(ws_floats, dtype=torch.float32, device=device)
-                call = list(argv)
-                call[ws_arg] = ctypes.c_void_p(ws.data_ptr())
-                kern.launch(grid, low.block, call, smem=low.shared_bytes)
-                merge.launch(merge_grid, (128, 1, 1), call)
-                return copies
-        go.lowered, go.copies = low, copies
-        go.split = None if sp is None else (whole, parts)
-        return go
-
-    @classmethod
-    def _lowering(cls, k: ir.Kernel, options: Optional[dict]) -> Lowered:
-        key = (id(k), tuple(sorted((options or {}).items())))  # traces are cached per specialization
-        low = cls._lowered_cache.get(key)
-        if low is None:
-            low = cls._lowered_cache[key] = cls(k, ARCH, **(options or {})).lower()
-        return low
-
-    @staticmethod
-    def folds_hold(low: Lowered, bound) -> bool:
-        """Whether every scale plan_fold moved into an exponent is positive (and finite) for these
-        arguments: only then is the folded kernel exact."""
-        if not low.notes.get("positive"):
-            return True
-        env = {sc.name: float(bound.arguments[sc.name]) for sc in low.kernel.scalars}
-        for P in low.kernel.params:
-            t = bound.arguments[P.name]
-            env.update({d.name: int(t.shape[i]) for i, d in enumerate(P.dims)})
-        values = [float(ir.evaluate(c, env)) for c in low.notes["positive"]]
-        return all(0 < v < math.inf for v in values)
-
-    @classmethod
-    def schedule(cls, kernel: str, D: Optional[int], tensors=(), causal: bool = False) -> Optional[dict]:
-        """The options a launch takes: SCHEDULES, and where the problem decides, the TMA store of the
-        output (tma_store). The forward at D = 64 stores through TMA up to 1k queries: 1.037 / 1.006x
-        non-causal at S = 512 / 1k, 1.080 / 1.044x causal, 0.98-1.00x from 4k; causal also at 2k, where
-        config() takes 128-row tiles (session 38). At D = 128 its staging
-        tiles cost the forward a ring stage: 0.70-0.92x, but 1.046x causal at S = 512, where a program
-        runs at most four key blocks (session 19). Only where every 16-bit tensor suits TMA (16-byte
-        aligned base and outer strides, unit inner stride). The D = 128 forward up to
-        RING_STORE_QUERIES stores O by TMA from the last key block's ring stage instead (ring_store;
-        with the split tail, its whole tiles). The D = 64 fused backward takes its vectors by TMA
-        (vec_tma) non-causal only."""
-        import torch
-        opts = dict(cls.SCHEDULES.get((kernel, D)) or {})
-        Sq = tensors[0].shape[1] if tensors and isinstance(tensors[0], torch.Tensor) else None
-        short = Sq is not None and (D == 64 and (Sq <= 1024 or causal and Sq <= 2048) or D == 128 and causal and Sq <= 512)
-        if kernel == "attention_fwd" and short:
-            opts["tma_store"] = True
-            opts.pop("peel", None)
-        if kernel == "attention_bwd_fused" and D == 64 and "vec_tma" not in opts:
-            # LSE and Delta by the producer's TMA: 1.00-1.05x non-causal at S = 512-16k through
-            # autograd, 1.03x / 1.05x the kernel alone at 4k / 16k; causal 0.92-1.04x, 0.97x alone at
-            # 16k, in two calls each (session 22)
-            opts["vec_tma"] = not causal
-        Sk = tensors[1].shape[1] if len(tensors) > 1 and isinstance(tensors[1], torch.Tensor) else 0
-        split_tail = kernel == "attention_fwd" and not causal and Sk >= SPLIT_TAIL_KEYS.get(D, math.inf)
-        top = RING_STORE_QUERIES[bool(causal)]
-        if kernel == "attention_fwd" and D == 128 and Sq is not None and (top is None or Sq <= top):
-            # O by TMA from the last key block's K tile: no staging tiles of its own, so the ring keeps its
-            # stages (tma_store's cost a stage at D = 128) and the peel stays
-            opts.pop("tma_store", None)
-            opts.update(peel=True, ring_store=True)
-        if (opts.get("tma_store") or opts.get("ring_store")) and not all(
-                _tma_ready(t) for t in tensors if isinstance(t, torch.Tensor) and t.element_size() == 2):
-            opts.pop("tma_store", None)  # stored from registers, which takes any strides
-            opts.pop("ring_store", None)
-        if split_tail and "tma_store" not in opts:
-            opts["split_tail"] = True
-        return opts or None
-
-    @classmethod
-    def launch(cls, backend, kfn, *args, **kwargs):
-        if kwargs.get("options") is None:
-            kwargs["options"] = cls.schedule(kfn.name, kwargs.get("D"), args, bool(kwargs.get("causal")))
-        go = cls.prepare(kfn, *args, **kwargs)
-        if go is not None:
-            go()
-
-    @staticmethod
-    def _maps(low: Lowered):
-        return {a[1]: (a[2], a[3], a[4]) for a in low.args if a[0] == "tma"}
