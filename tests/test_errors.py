@@ -1,6 +1,7 @@
 """Bad input raises a ValueError/TypeError naming the argument, before any work (TESTING.md)."""
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -41,6 +42,13 @@ ATTN_CASES = [
     ("scale neg", lambda: (qkv(), {"scale": -1.0}), ValueError, "scale must be a finite number > 0"),
     ("scale str", lambda: (qkv(), {"scale": "0.1"}), TypeError, "scale must be a float or None"),
     ("causal int", lambda: (qkv(), {"causal": 1}), TypeError, "causal must be a bool"),
+    ("causal numpy", lambda: (qkv(), {"causal": np.True_}), TypeError, "causal must be a bool (True or False), got numpy.bool"),
+    ("return_lse str", lambda: (qkv(), {"return_lse": "no"}), TypeError, "return_lse must be a bool"),
+    ("scale past f32", lambda: (qkv(), {"scale": 1e300}), ValueError, "scale must lie within float32's normal range"),
+    ("scale tensor", lambda: (qkv(), {"scale": torch.tensor(0.1)}), TypeError, "scale must be a float or None, got torch.Tensor"),
+    ("misaligned advice", lambda: ((misaligned((1, 16, 2, 64)),) + qkv()[1:], {}), ValueError, ".clone() starts on an aligned"),
+    ("dlpack byte order", lambda: ((np.zeros((1, 16, 2, 64), dtype=">f2"),) + qkv(dtype=torch.float16)[1:], {}), TypeError,
+     "q (numpy.ndarray) cannot be viewed as a torch tensor through DLPack"),
     ("not tensor", lambda: (([[1.0]],) + qkv()[1:], {}), TypeError, "q must be a torch.Tensor"),
     ("backend name", lambda: (qkv(), {"backend": "tpu"}), ValueError, "backend='tpu' is not a tiles backend"),
     ("backend type", lambda: (qkv(), {"backend": 3}), TypeError, "backend must be a str or None"),
@@ -87,6 +95,10 @@ NORM_CASES = [
     ("weight shape", lambda: (torch.randn(4, 8), torch.randn(7), torch.randn(8)), {}, ValueError,
      "weight must have shape (8,)"),
     ("eps", lambda: (torch.randn(4, 8), torch.randn(8), torch.randn(8)), {"eps": 0.0}, ValueError, "eps must be"),
+    ("eps tensor", lambda: (torch.randn(4, 8), torch.randn(8), torch.randn(8)), {"eps": torch.tensor(1e-5)}, TypeError,
+     "eps must be a float, got torch.Tensor"),
+    ("eps under f32", lambda: (torch.randn(4, 8), torch.randn(8), torch.randn(8)), {"eps": 1e-300}, ValueError,
+     "eps must lie within float32's normal range"),
     ("dtype", lambda: (torch.ones(4, 8, dtype=torch.int32), torch.randn(8), torch.randn(8)), {}, TypeError,
      "x has dtype int32"),
     ("too wide", lambda: (torch.randn(1, 20000), torch.randn(20000), torch.randn(20000)), {}, ValueError,
@@ -124,3 +136,11 @@ def test_index_overflow_is_refused_before_launch():
     t = torch.empty((2**16, 2**16), dtype=bf, device="meta")  # spans 2^32 elements, takes no memory
     with pytest.raises(ValueError, match="32-bit index math"):
         validate.index_range("q", t, 2**31 - 1)
+
+
+def test_numpy_scalars_are_numbers():
+    """A numpy float is a number: the same result as the Python float it holds."""
+    q, k, v = qkv()
+    assert torch.equal(tiles.attention(q, k, v, scale=np.float32(0.125)), tiles.attention(q, k, v, scale=0.125))
+    x, w, b = torch.randn(4, 8), torch.randn(8), torch.randn(8)
+    assert torch.equal(tiles.layernorm(x, w, b, eps=np.float32(1e-5)), tiles.layernorm(x, w, b, eps=float(np.float32(1e-5))))

@@ -63,11 +63,20 @@ def _bad(**over):
     (dict(b_scale=torch.ones(2, 1)), ValueError, "b_scale must be (cdiv(N, 128), cdiv(K, 128)) = (1, 2)"),
     (dict(a_scale=torch.ones(8, 2, dtype=torch.float64)), TypeError, "a_scale has dtype float64"),
     (dict(a=torch.zeros(8, 256, 1, dtype=E4M3)), ValueError, "a must have 2 dimensions"),
+    # no backward: a scale that requires grad would lose its gradient
+    (dict(a_scale=torch.ones(8, 2, requires_grad=True)), ValueError, "a_scale requires grad, but gemm_fp8 has no backward"),
+    (dict(b_scale=torch.ones(1, 2, requires_grad=True)), ValueError, "b_scale.detach()"),
 ])
 def test_bad_input_is_named(over, exc, needle):
     with pytest.raises(exc) as e:
         tiles.gemm_fp8(**_bad(**over))
     assert needle in str(e.value)
+
+
+def test_scales_requiring_grad_are_fine_without_grad_mode():
+    with torch.no_grad():
+        c = tiles.gemm_fp8(**_bad(a_scale=torch.ones(8, 2, requires_grad=True)))
+    assert c.shape == (8, 16) and not c.requires_grad
 
 
 def test_out_dtype_checked():

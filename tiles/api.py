@@ -123,12 +123,29 @@ def _attn_backward(ctx, dout, dlse):
     q, k, v, out, lse = ctx.saved_tensors
     if dout is None:  # only the LSE was used
         dout = torch.zeros_like(out)
-    # eager autograd runs the implementation itself: the custom op's dispatch costs host time a training
-    # step pays once per attention layer (the op stays for torch.compile and functorch transforms)
-    tensors = (dout, q, k, v, out, lse) + (() if dlse is None else (dlse,))
-    bwd = _attention_bwd_impl if _direct(*tensors) else _attention_bwd
-    dq, dk, dv = bwd(dout, q, k, v, out, lse, dlse, ctx.causal, ctx.scale, ctx.backend)
+    # backward(create_graph=True) runs this with grad enabled: the gradients are still computed, but
+    # marked so that differentiating them again raises (the kernels have no second-order formula)
+    second = torch.is_grad_enabled() and any(
+        t is not None and t.requires_grad for t in (dout, dlse, q, k, v))
+    with torch.no_grad():
+        # eager autograd runs the implementation itself: the custom op's dispatch costs host time a
+        # training step pays once per attention layer (the op stays for torch.compile and functorch)
+        tensors = (dout, q, k, v, out, lse) + (() if dlse is None else (dlse,))
+        bwd = _attention_bwd_impl if _direct(*tensors) else _attention_bwd
+        dq, dk, dv = bwd(dout, q, k, v, out, lse, dlse, ctx.causal, ctx.scale, ctx.backend)
+    if second:
+        dq, dk, dv = _first_order("tiles.attention", dq, dk, dv)
     return dq, dk, dv, None, None, None
+
+
+def _first_order(op: str, *grads):
+    """Gradients that raise a clear error when differentiated again (torch's once_differentiable)."""
+    err = torch._C._functions.DelayedError(
+        f"{op} has first-order gradients only: its backward kernels have no derivative of their own, so "
+        f"a gradient of its gradient (backward(create_graph=True), then backward again) is not supported".encode(),
+        len(grads))
+    # the error node needs inputs that require grad to attach itself (as once_differentiable does)
+    return err(*[g.detach().requires_grad_() for g in grads])
 
 
 _attention_fwd.register_autograd(_attn_backward, setup_context=_attn_setup)
@@ -142,9 +159,12 @@ def attention(q, k, v, causal: bool = False, scale: Optional[float] = None, back
     heads (MHA, GQA, MQA); head_dim 64 or 128; bf16 or fp16. `causal` aligns the mask bottom-right
     (as FlashAttention does when seq_q != seq_k); rows that see no key give zeros. Returns the output
     in q's dtype, and with `return_lse` also the log-sum-exp (batch, heads, seq_q) in f32 (+inf on
-    rows with no key). Differentiable in q, k and v, through the output and the LSE.
+    rows with no key). Differentiable in q, k and v, through the output and the LSE; the gradients are
+    first order (differentiating them again raises). `scale` defaults to 1/sqrt(head_dim); the kernels
+    apply it to the scores in f32.
     """
     q, k, v, scale, device = validate.attention(q, k, v, causal, scale, backend)
+    validate.flag("return_lse", return_lse)
     needs = ATTENTION_FWD + (ATTENTION_BWD if any(t.requires_grad for t in (q, k, v)) else ())
     b = backends.resolve(backend, device, needs)
     for n, t in (("q", q), ("k", k), ("v", v)):
@@ -284,8 +304,15 @@ def gemm_fp8(a, b, a_scale, b_scale, out_dtype: Optional[torch.dtype] = torch.bf
     On Hopper the fp8 tensor cores read both operands K-major from shared memory: an operand whose
     K axis is not contiguous (a (K, M) or (K, N) storage) is transposed into a K-major copy once per
     call before the launch. The scales are read in place with their strides.
+
+    Not differentiable: with grad mode on, an input that requires grad is refused (ValueError).
     """
     a, b, a_scale, b_scale, out_dtype, device = validate.gemm_fp8(a, b, a_scale, b_scale, out_dtype)
+    if torch.is_grad_enabled():
+        for n, t in (("a", a), ("b", b), ("a_scale", a_scale), ("b_scale", b_scale)):
+            if t.requires_grad:  # gradients would be lost at backward: refuse before any work
+                raise ValueError(f"{n} requires grad, but gemm_fp8 has no backward (an 8-bit GEMM's gradients "
+                                 f"need scalings of their own); pass {n}.detach() or call it under torch.no_grad()")
     rowwise = validate.fp8_rowwise(a_scale, b_scale, a.shape[0], b.shape[0])
     be = backends.resolve(backend, device, ("gemm_fp8_rowwise" if rowwise else "gemm_fp8",))
     for n, t in (("a", a), ("b", b), ("a_scale", a_scale), ("b_scale", b_scale)):
@@ -307,28 +334,111 @@ def _pow2(n: int) -> int:
 MAX_NORM_WIDTH = 16384
 
 
+def _layernorm_impl(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float,
+                    backend: str) -> torch.Tensor:
+    N = x.shape[1]
+    y = _empty(x.shape, x.dtype, x.device)
+    if y.numel():
+        NP = _pow2(N)
+        BM = max(1, min(16, 16384 // NP))
+        _launch(backend, layernorm_k, dict(N=N), x, weight, bias, y, eps, NP=NP, BM=BM)
+    return y
+
+
+_layernorm = torch.library.custom_op("tiles::layernorm", _layernorm_impl, mutates_args=())
+
+
+@_layernorm.register_fake
+def _(x, weight, bias, eps, backend):
+    return torch.empty_like(x)
+
+
+def _layernorm_setup(ctx, inputs, output):
+    x, weight, bias, eps, backend = inputs
+    ctx.save_for_backward(x, weight)
+    ctx.eps, ctx.bias_dtype = eps, bias.dtype
+
+
+def _layernorm_backward(ctx, dy):
+    """The backward in torch operations, in f32 (no kernel of tiles' own): the statistics are
+    recomputed from x. Written in differentiable operations, so it has a derivative of its own."""
+    x, weight = ctx.saved_tensors
+    xf, dyf = x.float(), dy.float()
+    mean = xf.mean(-1, keepdim=True)
+    rstd = torch.rsqrt((xf - mean).square().mean(-1, keepdim=True) + ctx.eps)
+    xhat = (xf - mean) * rstd
+    g = dyf * weight.float()
+    dx = rstd * (g - g.mean(-1, keepdim=True) - xhat * (g * xhat).mean(-1, keepdim=True))
+    dw = (dyf * xhat).sum(0) if ctx.needs_input_grad[1] else None
+    db = dyf.sum(0) if ctx.needs_input_grad[2] else None
+    return (dx.to(x.dtype), None if dw is None else dw.to(weight.dtype),
+            None if db is None else db.to(ctx.bias_dtype), None, None)
+
+
+_layernorm.register_autograd(_layernorm_backward, setup_context=_layernorm_setup)
+
+
 def layernorm(x, weight, bias, eps: float = 1e-5, backend: Optional[str] = None):
-    """LayerNorm forward over the last dimension of x (any leading shape); output in x's dtype."""
+    """LayerNorm over the last dimension of x (any leading shape): (x - mean) / sqrt(var + eps) * weight
+    + bias, computed in f32; output in x's dtype. Differentiable in x, weight and bias (the backward
+    runs as torch operations)."""
     x, weight, bias, eps, device = validate.layernorm(x, weight, bias, eps)
     be = backends.resolve(backend, device, ("layernorm",))
     N = x.shape[-1]
     if N > MAX_NORM_WIDTH:
         raise ValueError(f"x's last dimension is {N}; layernorm supports up to {MAX_NORM_WIDTH}")
     x2 = x.reshape(-1, N)
-    y = _empty(x2.shape, x.dtype, x.device)
+    op = _layernorm_impl if _direct(x2, weight, bias) else _layernorm
+    return op(x2, weight, bias, eps, be.name).reshape(x.shape)
+
+
+def _rotary_impl(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, backend: str) -> torch.Tensor:
+    y = _empty(x.shape, x.dtype, x.device)
     if y.numel():
-        NP = _pow2(N)
-        BM = max(1, min(16, 16384 // NP))
-        _launch(be.name, layernorm_k, dict(N=N), x2, weight, bias, y, eps, NP=NP, BM=BM)
-    return y.reshape(x.shape)
+        _launch(backend, rotary_k, dict(D=x.shape[3]), x, cos, sin, y, D=x.shape[3])
+    return y
+
+
+_rotary = torch.library.custom_op("tiles::rotary", _rotary_impl, mutates_args=())
+
+
+@_rotary.register_fake
+def _(x, cos, sin, backend):
+    return torch.empty_like(x)
+
+
+def _rotary_setup(ctx, inputs, output):
+    x, cos, sin, backend = inputs
+    ctx.save_for_backward(x, cos, sin)
+    ctx.backend = backend
+
+
+def _rotary_backward(ctx, dy):
+    """dx is the inverse rotation of dy, the same kernel with -sin; the tables' gradients (rarely
+    wanted) are sums over batch and heads in torch operations."""
+    x, cos, sin = ctx.saved_tensors
+    dx = dcos = dsin = None
+    if ctx.needs_input_grad[0]:
+        dyc = dy.to(x.dtype).contiguous()
+        nsin = -sin
+        dx = (_rotary_impl if _direct(dyc, cos, nsin) else _rotary)(dyc, cos, nsin, ctx.backend)
+    if ctx.needs_input_grad[1] or ctx.needs_input_grad[2]:
+        x1, x2 = x.float().chunk(2, dim=-1)
+        d1, d2 = dy.float().chunk(2, dim=-1)
+        if ctx.needs_input_grad[1]:
+            dcos = (d1 * x1 + d2 * x2).sum((0, 2)).to(cos.dtype)
+        if ctx.needs_input_grad[2]:
+            dsin = (d2 * x1 - d1 * x2).sum((0, 2)).to(sin.dtype)
+    return dx, dcos, dsin, None
+
+
+_rotary.register_autograd(_rotary_backward, setup_context=_rotary_setup)
 
 
 def rotary(x, cos, sin, backend: Optional[str] = None):
     """Rotary embedding (non-interleaved halves) of x (batch, seq, heads, head_dim) with (seq, head_dim/2)
-    cos and sin tables; output in x's dtype."""
+    cos and sin tables: y1 = x1 cos - x2 sin, y2 = x2 cos + x1 sin; output in x's dtype. Differentiable in
+    x (the backward is the same kernel, rotating back) and in the tables."""
     x, cos, sin, device = validate.rotary(x, cos, sin)
     be = backends.resolve(backend, device, ("rotary",))
-    y = _empty(x.shape, x.dtype, x.device)
-    if y.numel():
-        _launch(be.name, rotary_k, dict(D=x.shape[3]), x, cos, sin, y, D=x.shape[3])
-    return y
+    return (_rotary_impl if _direct(x, cos, sin) else _rotary)(x, cos, sin, be.name)

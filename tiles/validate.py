@@ -3,6 +3,7 @@ the argument, the value received and what is supported, raised before any work i
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 
@@ -16,10 +17,17 @@ NORM_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 HEAD_DIMS = (64, 128)
 ALIGN_BYTES = 16
 INT32_MAX = 2**31 - 1
+F32 = torch.finfo(torch.float32)  # scales and eps reach the kernels as float32
 
 
 def _names(dtypes):
     return ", ".join(str(d).replace("torch.", "") for d in dtypes)
+
+
+def type_name(x) -> str:
+    """A value's type as a reader can tell it apart: numpy.bool, not bool."""
+    t = type(x)
+    return t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
 
 
 def as_tensor(name: str, x) -> torch.Tensor:
@@ -27,8 +35,30 @@ def as_tensor(name: str, x) -> torch.Tensor:
     if isinstance(x, torch.Tensor):
         return x
     if hasattr(x, "__dlpack__"):
-        return torch.from_dlpack(x)
-    raise TypeError(f"{name} must be a torch.Tensor (or a DLPack array such as cupy's), got {type(x).__name__}")
+        try:
+            return torch.from_dlpack(x)
+        except (BufferError, RuntimeError, TypeError, ValueError) as e:  # byte order, dtypes DLPack cannot carry
+            raise TypeError(f"{name} ({type_name(x)}) cannot be viewed as a torch tensor through DLPack: {e}") from None
+    raise TypeError(f"{name} must be a torch.Tensor (or a DLPack array such as cupy's), got {type_name(x)}")
+
+
+def flag(name: str, value) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool (True or False), got {type_name(value)}")
+    return value
+
+
+def positive_f32(name: str, value, what: str) -> float:
+    """A positive finite number the kernels take as a float32 (attention's scale, layernorm's eps)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a float{what}, got {type_name(value)}")
+    value = float(value)
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {value}")
+    if not F32.tiny <= value <= F32.max:
+        raise ValueError(f"{name} must lie within float32's normal range [{F32.tiny:.4g}, {F32.max:.4g}] (the kernels "
+                         f"compute in float32); got {value}")
+    return value
 
 
 def dtype(name: str, t: torch.Tensor, allowed) -> None:
@@ -72,7 +102,8 @@ def aligned(name: str, t: torch.Tensor) -> None:
     if t.numel() and t.data_ptr() % ALIGN_BYTES:
         raise ValueError(
             f"{name}'s data pointer must be {ALIGN_BYTES}-byte aligned; got address {t.data_ptr():#x} "
-            f"(offset {t.data_ptr() % ALIGN_BYTES}). Call .contiguous() on it or slice on aligned boundaries"
+            f"(offset {t.data_ptr() % ALIGN_BYTES}). Pass a copy (.clone() starts on an aligned address; "
+            f".contiguous() returns a contiguous tensor unchanged) or slice on aligned boundaries"
         )
 
 
@@ -92,12 +123,7 @@ def strides(name: str, t: torch.Tensor) -> None:
 def scale(value, head_dim: int) -> float:
     if value is None:
         return 1.0 / math.sqrt(head_dim)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"scale must be a float or None, got {type(value).__name__}")
-    value = float(value)
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"scale must be a finite number > 0, got {value}")
-    return value
+    return positive_f32("scale", value, " or None")
 
 
 def index_range(name: str, t: torch.Tensor, limit) -> None:
@@ -114,8 +140,7 @@ def index_range(name: str, t: torch.Tensor, limit) -> None:
 
 def attention(q, k, v, causal, scale_, backend_name):
     q, k, v = as_tensor("q", q), as_tensor("k", k), as_tensor("v", v)
-    if not isinstance(causal, bool):
-        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
+    flag("causal", causal)
     for n, t in (("q", q), ("k", k), ("v", v)):
         rank(n, t, 4, "(batch, seq, heads, head_dim)")
         dtype(n, t, ATTN_DTYPES)
@@ -156,7 +181,7 @@ def gemm(a, b, out_dtype):
     if out_dtype is None:
         out_dtype = a.dtype
     if not isinstance(out_dtype, torch.dtype):
-        raise TypeError(f"out_dtype must be a torch.dtype or None, got {type(out_dtype).__name__}")
+        raise TypeError(f"out_dtype must be a torch.dtype or None, got {type_name(out_dtype)}")
     if out_dtype not in GEMM_OUT_DTYPES:
         raise TypeError(f"out_dtype is {out_dtype}; supported: {_names(GEMM_OUT_DTYPES)}")
     for n, t in (("a", a), ("b", b)):
@@ -177,11 +202,10 @@ def layernorm(x, weight, bias, eps):
             raise ValueError(f"{n} must have shape ({N},) to match x's last dimension; got {tuple(t.shape)}")
         dtype(n, t, NORM_DTYPES)
     device = same_device(("x", "weight", "bias"), (x, weight, bias))
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not math.isfinite(eps) or eps <= 0:
-        raise ValueError(f"eps must be a finite number > 0, got {eps!r}")
+    eps = positive_f32("eps", eps, "")
     for n, t in (("x", x), ("weight", weight), ("bias", bias)):
         inner_stride(n, t)
-    return x, weight, bias, float(eps), device
+    return x, weight, bias, eps, device
 
 
 def rotary(x, cos, sin):
@@ -250,7 +274,7 @@ def gemm_fp8(a, b, a_scale, b_scale, out_dtype):
     if out_dtype is None:
         out_dtype = torch.bfloat16
     if not isinstance(out_dtype, torch.dtype):
-        raise TypeError(f"out_dtype must be a torch.dtype or None, got {type(out_dtype).__name__}")
+        raise TypeError(f"out_dtype must be a torch.dtype or None, got {type_name(out_dtype)}")
     if out_dtype not in FP8_OUT_DTYPES:
         raise TypeError(f"out_dtype is {out_dtype}; gemm_fp8 supports: {_names(FP8_OUT_DTYPES)}")
     return a, b, a_scale, b_scale, out_dtype, device

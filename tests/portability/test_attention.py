@@ -140,6 +140,21 @@ def test_gradient_through_lse(backend):
         assert max_err(a.grad, b.grad) < 0.05 * b.grad.abs().max().item()
 
 
+def test_gradient_of_gradient_is_refused(backend):
+    """backward(create_graph=True) gives the first-order gradients; differentiating them again raises a
+    clear error instead of torch's "no autograd formula"."""
+    name, device = backend
+    q, k, v = _inputs(1, 70, 70, 2, 1, 64, torch.bfloat16, device, seed=4)
+    xs = [x.detach().requires_grad_() for x in (q, k, v)]
+    (tiles.attention(*xs, causal=True, backend=name).float() ** 2).sum().backward(create_graph=True)
+    ys = [x.detach().requires_grad_() for x in (q, k, v)]
+    (tiles.attention(*ys, causal=True, backend=name).float() ** 2).sum().backward()
+    for a, b in zip(xs, ys):
+        assert torch.equal(a.grad.detach(), b.grad)
+    with pytest.raises(RuntimeError, match="tiles.attention has first-order gradients only"):
+        xs[0].grad.sum().backward()
+
+
 # (1, 200, 60, ...): causal, its first 140 query rows see no key, and no key block visits the first
 # two query blocks (their dQ rows come from dQacc's zeros)
 @pytest.mark.parametrize("shape", [SHAPES[3], SHAPES[5], SHAPES[2], SHAPES[6], (1, 200, 60, 4, 2, 64)],

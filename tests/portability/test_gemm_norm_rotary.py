@@ -75,3 +75,58 @@ def test_rotary(backend, shape, dtype):
     c, s = cos.double()[None, :, None], sin.double()[None, :, None]
     ref = torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], -1)
     torch.testing.assert_close(y, ref.to(dtype))
+
+
+def _grads(fn, inputs, dy):
+    """fn's gradients in every input, by autograd, for a given output gradient."""
+    leaves = [t.detach().requires_grad_() for t in inputs]
+    fn(*leaves).backward(dy)
+    return [t.grad for t in leaves]
+
+
+@pytest.mark.parametrize("shape", [(3, 5, 300), (17, 1024)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_layernorm_backward(backend, shape, dtype):
+    """dx, dweight, dbias against float64 autograd of torch's layer_norm (the elementwise rule:
+    assert_close's defaults for the dtype)."""
+    name, device = backend
+    g = torch.Generator().manual_seed(shape[-1] + 1)
+    N = shape[-1]
+    x = (torch.randn(shape, generator=g) * 3 + 1).to(dtype).to(device)
+    w = torch.randn(N, generator=g).to(dtype).to(device)
+    b = torch.randn(N, generator=g).to(dtype).to(device)
+    dy = torch.randn(shape, generator=g).to(dtype).to(device)
+    got = _grads(lambda x, w, b: tiles.layernorm(x, w, b, eps=1e-5, backend=name), (x, w, b), dy)
+    ln = torch.nn.functional.layer_norm
+    ref = _grads(lambda x, w, b: ln(x, (N,), w, b, 1e-5), (x.double(), w.double(), b.double()), dy.double())
+    for n, gt, r in zip(("x", "weight", "bias"), got, ref):
+        assert gt.dtype == dtype, n
+        torch.testing.assert_close(gt, r.to(dtype), msg=lambda m: f"d{n}: {m}")
+
+
+@pytest.mark.parametrize("shape", [(2, 65, 3, 128), (1, 130, 2, 32)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_rotary_backward(backend, shape, dtype):
+    """dx (the same kernel rotating back) and the tables' gradients against float64 autograd."""
+    name, device = backend
+    B, S, H, D = shape
+    g = torch.Generator().manual_seed(S + 1)
+    x = torch.randn(shape, generator=g).to(dtype).to(device)
+    ang = torch.randn(S, D // 2, generator=g)
+    cos, sin = ang.cos().to(device), ang.sin().to(device)
+    dy = torch.randn(shape, generator=g).to(dtype).to(device)
+
+    def ref_rotary(x, c, s):
+        x1, x2 = x[..., : D // 2], x[..., D // 2:]
+        c, s = c[None, :, None], s[None, :, None]
+        return torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], -1)
+
+    got = _grads(lambda x, c, s: tiles.rotary(x, c, s, backend=name), (x, cos, sin), dy)
+    ref = _grads(ref_rotary, (x.double(), cos.double(), sin.double()), dy.double())
+    for n, gt, r, like in zip(("x", "cos", "sin"), got, ref, (x, cos, sin)):
+        assert gt.dtype == like.dtype, n
+        torch.testing.assert_close(gt, r.to(gt.dtype), msg=lambda m: f"d{n}: {m}")
+    # a gradient in x alone takes only the kernel's path (the tables are constants)
+    xg = x.detach().requires_grad_()
+    tiles.rotary(xg, cos, sin, backend=name).backward(dy)
+    assert torch.equal(xg.grad, got[0])
