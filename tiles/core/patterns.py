@@ -1,17 +1,18 @@
 """Overlap patterns: how a kernel's main loop overlaps memory with compute.
 
-A kernel *declares* one; each backend maps it to its native schedule (see ARCHITECTURE.md):
+A kernel *declares* one, with a number of stages: how many of the loop's iterations may have their
+loads in flight. Each backend maps the pattern to a schedule of its own, and may make the ring deeper
+than declared where its memory allows (the declaration is a floor, not a fixed depth), or refuse a
+pattern it has no schedule for, with the reason. What each backend makes of each pattern is on the
+documentation site, "Warp specialization vs ping-pong and interleave"; `python -m tiles show KERNEL
+--backend NAME` prints the lowered code.
 
-| pattern            | Hopper                                      | CDNA                                   |
-|--------------------|---------------------------------------------|----------------------------------------|
-| Pipelined(s)       | TMA ring of s stages on mbarriers           | double-buffered LDS                    |
-| ProducerConsumer   | producer warp + consumer warpgroups,        | 8-wave ping-pong (default; wave        |
-|                    | setmaxnreg budgets                          | specialization loses without register  |
-|                    |                                             | reallocation)                          |
-| PingPong           | two consumer warpgroups alternate GEMM and  | 8-wave ping-pong: two 4-wave groups    |
-|                    | softmax (FlashAttention-3)                  | offset by one s_barrier                |
-| Interleave         | async wgmma overlapped with the previous    | 4-wave interleave, one wave per SIMD   |
-|                    | block's softmax                             |                                        |
+* Pipelined(stages): loads for later iterations issued while this one computes.
+* ProducerConsumer(stages, consumers): some threads only load, the rest only compute.
+* PingPong(stages): two groups of compute threads take turns, one's matrix products running while
+  the other does its element-wise work.
+* Interleave(stages): one group of threads interleaves its loads, matrix products and element-wise
+  work instruction by instruction.
 
 The interpreter runs every pattern as the plain sequential loop: patterns change timing, never results.
 """

@@ -540,7 +540,8 @@ class CDNAAttentionLowering(Lowering):
                 rowv = row_v("0") if phase == "prologue" else row_v("kb_next")
                 buf = "lds0" if phase == "prologue" else "nxt"
                 if st.kind == "wait_vm":
-                    lines.append(f"arch::wait_vmcnt<{st.n}>();  // schedule.waitcnt_for: the later loads may stay in flight")
+                    what = f"the last {st.n} loads may stay in flight" if st.n else "every load issued so far has landed"
+                    lines.append(f"arch::wait_vmcnt<{st.n}>();  // schedule.waitcnt_for: {what}")
                 elif st.kind == "wait_lgkm":
                     lines.append(f"arch::wait_lgkmcnt<{st.n}>();  // LDS writes done before the barrier publishes them")
                 elif st.kind == "prio":
