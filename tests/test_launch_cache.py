@@ -24,6 +24,20 @@ def test_signature_tells_apart_what_a_launch_depends_on():
     assert call_signature("k", (a, [1, 2]), {}) is None  # unhashable: never cached
 
 
+def test_kernels_of_one_name_are_told_apart():
+    """A kernel declared again under the same name (another overlap pattern, another body) is another
+    kernel: a launch prepared for one is never reused for the other."""
+    from tiles.core.patterns import Interleave
+    from tiles.core.trace import KernelFn
+    from tiles.kernels import attention_fwd
+
+    again = KernelFn(attention_fwd.fn, Interleave(stages=2))
+    a = torch.zeros(8, 16)
+    assert again.name == attention_fwd.name
+    assert call_signature(again, (a,), {}) != call_signature(attention_fwd, (a,), {})
+    assert call_signature(attention_fwd, (a,), {}) == call_signature(attention_fwd, (a,), {})
+
+
 def test_launch_cache_evicts_least_recently_used():
     c = LaunchCache(size=2)
     c.put(("a",), 1)

@@ -71,12 +71,13 @@ class Backend:
             raise BackendUnavailable(f"backend={self.name!r} cannot run on tensors on device {device}")
 
 
-def call_signature(name: str, args, kwargs, extra=()):
-    """What a launch of kernel `name` on these arguments depends on: each tensor's address, shape,
-    strides, dtype and device, and every other argument's value. Equal signatures launch the same
-    kernel with the same arguments, so a backend may reuse everything it built for the first (tensor
-    maps, argument buffers) without keeping the tensors alive. None when an argument is not hashable."""
-    out = [name, extra]
+def call_signature(kernel, args, kwargs, extra=()):
+    """What a launch of `kernel` (the KernelFn itself: two kernels may share a name and differ in their
+    body or overlap pattern) on these arguments depends on: each tensor's address, shape, strides, dtype
+    and device, and every other argument's value. Equal signatures launch the same kernel with the same
+    arguments, so a backend may reuse everything it built for the first (tensor maps, argument buffers)
+    without keeping the tensors alive. None when an argument is not hashable."""
+    out = [kernel, extra]
     for key, a in [(None, a) for a in args] + sorted(kwargs.items()):
         if isinstance(a, torch.Tensor):
             out.append((key, a.data_ptr(), tuple(a.shape), a.stride(), a.dtype, a.device))

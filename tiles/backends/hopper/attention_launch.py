@@ -142,7 +142,7 @@ class AttentionLaunch:
         import torch
 
         # the kernel is loaded per device: the current one is part of what the launch depends on
-        sig = call_signature(kfn.name, args, kwargs, (tuple(sorted((options or {}).items())), torch.cuda.current_device()))
+        sig = call_signature(kfn, args, kwargs, (tuple(sorted((options or {}).items())), torch.cuda.current_device()))
         go = cls._launches.get(sig)
         if go is not None:
             return go

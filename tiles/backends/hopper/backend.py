@@ -132,7 +132,7 @@ class HopperBackend(Backend):
         cls = self._lowering(kfn.name)
         if cls is not HopperLowering:
             return cls.launch(self, kfn, *args, **kwargs)
-        sig = call_signature(kfn.name, args, kwargs, torch.cuda.current_device())
+        sig = call_signature(kfn, args, kwargs, torch.cuda.current_device())
         hit = self._launches.get(sig)
         if hit is not None:
             k, argv, grid, lowered = hit

@@ -131,8 +131,9 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
     def analyse(self) -> None:
         k = self.k
         p = k.pattern
-        if isinstance(p, Interleave):
-            self._fail("Interleave has no Hopper schedule yet; declare PingPong, ProducerConsumer or Pipelined")
+        # Interleave: each consumer warpgroup overlaps its own async wgmmas with its vector work (the
+        # rotated loop, FA3's intra-warpgroup overlap), side by side with the others, without turns
+        self.interleave = isinstance(p, Interleave)
         self.pingpong = isinstance(p, PingPong)
         self.stages = p.stages
         mmas = [n for n in k.walk() if isinstance(n, ir.Op) and n.name == "mma"]
@@ -1109,6 +1110,11 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
             self.hoisted, self.loop_body = [], list(self.loop.body)
             loop_mmas = [x for x in self.loop_body if isinstance(x, ir.Op) and x.name == "mma"]
             self.plan_rotation(loop_mmas)
+        if self.interleave and self.deferred is None:
+            self._fail("Interleave overlaps each warpgroup's wgmmas with its vector work by issuing the loop's "
+                       "last mma in the next iteration, and this loop's last mma cannot move there (option "
+                       "rotate=False, fewer than two mma, or an op between them touches its tiles); declare "
+                       "Pipelined or ProducerConsumer")
         # the rotated loop's first iteration emitted on its own (option `peel`; on for dK/dV at D = 64,
         # SCHEDULES): the other iterations then issue the deferred mma unguarded, and ptxas has no
         # group to close empty
@@ -1233,6 +1239,7 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
             k.params[0].dtype.name, self.stages, self.consumers, "".join(t for t, on in tags if on))
         ctx = dict(name=name, ir_text=k.text(), ir_name=k.name, pattern=k.pattern.describe(), BM=BM,
                    WG_ROWS=self.WG_ROWS, consumers=self.consumers, stages=self.stages, pingpong=self.pingpong,
+                   interleave=self.interleave,
                    n_once=max(1, len(self.once)), shared=shared, sig=sig, decls=decls, producer=producer, reducer=reducer,
                    whole_tile_stores=self.options.get("whole_tile_stores", False), wide_stores=self.wide_stores,
                    stmatrix=bool(self.options.get("stmatrix", True)), smem_bytes=self.smem_bytes,
