@@ -218,7 +218,8 @@ TILES_DEV u16 buffer_load_b16(rsrc_t r, u32 voff, u32 soff = 0) { return __built
 // wait to the compiler: destination first, so an emulator can hold `d` as poison until the covering wait.
 TILES_DEV void buffer_load_b128_async(u32x4& d, rsrc_t r, u32 voff, u32 soff = 0) { d = buffer_load_b128(r, voff, soff); }
 #if defined(__gfx950__)
-// gfx950 only: buffer load straight into LDS ("buffer_load_dwordx4 ... lds"), no registers involved.
+// Buffer load straight into LDS, 16 bytes a lane ("buffer_load_dwordx4 ... lds"), no registers involved:
+// the 16-byte form is gfx950's (gfx942 loads into LDS at most 4 bytes a lane, which tiles does not use).
 // Lane i's 16 bytes land at lds + 16 * i; `lds` must be wave-uniform (it goes through M0). Completion is
 // counted by vmcnt like any load; out-of-range lanes read 0 like any buffer load.
 TILES_DEV void buffer_load_lds_b128(rsrc_t r, u32 voff, u32 lds, u32 soff = 0) {
