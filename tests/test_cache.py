@@ -428,3 +428,45 @@ def test_cache_module_is_standalone():
     mod = W.load_cache_module()
     assert mod.key_digest(BASE_KEY) == C.key_digest(BASE_KEY)
     assert mod.MAGIC == C.MAGIC and mod.FORMAT_VERSION == C.FORMAT_VERSION
+
+
+# ----------------------------------------------------------------------------- through NVRTC
+
+def _nvrtc_runtime():
+    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python (cuda.bindings.nvrtc) is not installed")
+    from tiles.backends.hopper import runtime
+    try:
+        runtime.nvrtc_version()
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"NVRTC is not loadable: {e}")
+    return runtime
+
+
+SRC = 'extern "C" __global__ void k(float* x) { x[threadIdx.x] = FILL; }'
+
+
+def test_compile_cuda_caches_by_what_nvrtc_is_given(tmp_path, monkeypatch):
+    """A real NVRTC compile with the cache on: the second call comes from the cache (no compiler log),
+    other options are another entry, and option lists that join to the same string are other keys."""
+    runtime = _nvrtc_runtime()
+    monkeypatch.setenv("TILES_CACHE_DIR", str(tmp_path))
+    a = runtime.compile_cuda(SRC, options=["-DFILL=1.f", "-DUNUSED"])
+    assert a.log and len(entries(tmp_path)) == 1
+    again = runtime.compile_cuda(SRC, options=["-DFILL=1.f", "-DUNUSED"])
+    assert again.cubin == a.cubin and not again.log
+    other = runtime.compile_cuda(SRC, options=["-DFILL=2.f", "-DUNUSED"])
+    assert other.log and other.cubin != a.cubin and len(entries(tmp_path)) == 2
+    two, one = runtime.cuda_key(SRC, options=["-DA=1", "-DB"]), runtime.cuda_key(SRC, options=["-DA=1 -DB"])
+    assert C.key_digest(two) != C.key_digest(one)  # (the second defines A as "1 -DB")
+    key = runtime.cuda_key(SRC, options=["-DFILL=1.f"])
+    assert key["options"][:3] == [f"-arch={runtime.ARCH}", *runtime.BASE_OPTIONS]  # what NVRTC is given
+    assert "libnvrtc.so" in key["compiler_version"]  # the library file, not only major.minor
+
+
+def test_compiler_identity_is_the_same_before_and_after_a_compile():
+    """NVRTC loads libnvrtc-builtins lazily, at its first compile; the key must not change with it, or
+    a new process would never find the entries of the last one."""
+    runtime = _nvrtc_runtime()
+    before = runtime.cuda_key(SRC)
+    runtime.compile_cuda(SRC, options=["-DFILL=2.f"], cache=False)
+    assert runtime.cuda_key(SRC) == before

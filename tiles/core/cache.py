@@ -107,6 +107,28 @@ def key_digest(key_parts: Mapping[str, Any]) -> str:
 
 # ---------------------------------------------------------------------------------------------- env
 
+def library_identity(stem: str) -> str:
+    """The shared library ``stem``.so* (e.g. "libnvrtc") this process has loaded, as path, size and
+    modification time: a compiler's API reports only its major.minor version, and a patch release of
+    the same version must not load the binaries of the one before. Only the library itself, not the
+    ones it loads lazily (libnvrtc-builtins), so the key is the same before and after a first compile.
+    Empty where /proc is not there."""
+    try:
+        with open("/proc/self/maps") as f:
+            fields = [line.split(None, 5) for line in f]
+    except OSError:
+        return ""
+    paths = sorted({x[5].strip() for x in fields if len(x) == 6 and os.path.basename(x[5].strip()).startswith(stem + ".so")})
+    out = []
+    for p in paths:
+        try:
+            st = os.stat(p)
+        except OSError:
+            continue
+        out.append(f"{p}:{st.st_size}:{st.st_mtime_ns}")
+    return ";".join(out)
+
+
 def cache_enabled_from_env(environ: Mapping[str, str] | None = None) -> bool:
     env = os.environ if environ is None else environ
     if env.get("TILES_CACHE", "").strip().lower() in ("0", "false", "no", "off"):

@@ -175,8 +175,9 @@ class CDNABackend(Backend):
         import tiles
 
         key = {"backend": "cdna", "source": runtime.flatten(lowered.source), "template_version": TEMPLATE_VERSION,
-               "arch": arch, "entry": lowered.entry, "options": ["-O3", "-std=c++17"],
-               "compiler_version": f"hiprtc {runtime.hiprtc_version()}", "tiles_version": tiles.__version__}
+               "arch": arch, "entry": lowered.entry, "options": runtime.rtc_options(arch),
+               "compiler_version": f"hiprtc {runtime.hiprtc_version()} {cache.library_identity('libhiprtc')}".rstrip(),
+               "tiles_version": tiles.__version__}
         code = cache.get_or_build(key, lambda: runtime.compile_rtc(lowered.source, arch, lowered.entry), name=lowered.entry)
         kern = runtime.Kernel(code, lowered.entry)
         kern.launch(grid, lowered.block, argv, stream=torch.cuda.current_stream().cuda_stream)

@@ -96,12 +96,17 @@ def device_arch(device: int = 0) -> str:
     return name.split(":")[0]
 
 
+def rtc_options(arch: str, options: Sequence[str] = ()) -> list:
+    """What hiprtc is given (the kernel cache key holds this same list)."""
+    return [f"--offload-arch={arch}", "-O3", "-std=c++17", *options]
+
+
 def compile_rtc(source: str, arch: str, name: str, options: Sequence[str] = ()) -> bytes:
     """hiprtc: flattened source -> code object for ``arch``."""
     hip, hiprtc = _modules()
     src = flatten(source).encode()
     (prog,) = _check(hiprtc.hiprtcCreateProgram(src, (name + ".hip").encode(), 0, [], []), "hiprtcCreateProgram")
-    opts = [f"--offload-arch={arch}".encode(), b"-O3", b"-std=c++17"] + [o.encode() for o in options]
+    opts = [o.encode() for o in rtc_options(arch, options)]
     res = hiprtc.hiprtcCompileProgram(prog, len(opts), opts)
     if res[0] != hiprtc.hiprtcResult.HIPRTC_SUCCESS:
         (n,) = _check(hiprtc.hiprtcGetProgramLogSize(prog), "hiprtcGetProgramLogSize")

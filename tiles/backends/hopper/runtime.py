@@ -83,6 +83,11 @@ def parse_ptxas(log: str) -> Dict[str, Dict[str, int]]:
     return out
 
 
+def nvrtc_options(arch: str, options: Sequence[str] = ()) -> list:
+    """What NVRTC is given besides the include path (whose headers the cache key covers by content)."""
+    return [f"-arch={arch}", *BASE_OPTIONS, *options]
+
+
 def nvrtc_compile(source: str, arch: str = ARCH, options: Sequence[str] = (), name: str = "tiles.cu") -> Compiled:
     """Compile CUDA C++ to a cubin for `arch` with the tiles headers on the include path (no cache)."""
     nvrtc = _nvrtc()
@@ -91,7 +96,8 @@ def nvrtc_compile(source: str, arch: str = ARCH, options: Sequence[str] = (), na
     if err != ok:
         raise CompileError(f"nvrtcCreateProgram failed: {err}")
     try:
-        opts = [f"-arch={arch}", *BASE_OPTIONS, f"-I{INCLUDE_DIR}", *options]
+        opts = nvrtc_options(arch, options)
+        opts.insert(len(opts) - len(options), f"-I{INCLUDE_DIR}")
         (res,) = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
         _, n = nvrtc.nvrtcGetProgramLogSize(prog)
         buf = b" " * n
@@ -147,6 +153,22 @@ def _headers_digest() -> str:
     return h.hexdigest()[:16]
 
 
+def cuda_key(source: str, arch: str = ARCH, options: Sequence[str] = ()) -> dict:
+    """The kernel cache's key for a compile: the options as the list NVRTC gets (so ["-DA -DB"] and
+    ["-DA", "-DB"] differ), and the compiler as its version and the library file that was loaded."""
+    from tiles.core.cache import library_identity
+
+    major, minor = nvrtc_version()
+    return {
+        "source": source,
+        "template_version": f"{TEMPLATE_VERSION}:{_headers_digest()}",
+        "options": nvrtc_options(arch, options),
+        "compiler_version": f"nvrtc-{major}.{minor} {library_identity('libnvrtc')}".rstrip(),
+        "arch": arch,
+        "tiles_version": _tiles_version(),
+    }
+
+
 def compile_cuda(source: str, arch: str = ARCH, options: Sequence[str] = (), name: str = "tiles.cu",
                  cache: bool = True) -> Compiled:
     """NVRTC-compile `source` (cached). Compiled.log is filled only when the compiler actually ran."""
@@ -159,16 +181,7 @@ def compile_cuda(source: str, arch: str = ARCH, options: Sequence[str] = (), nam
         ran.append(c)
         return c.cubin
 
-    major, minor = nvrtc_version()
-    key_parts = {
-        "source": source,
-        "template_version": f"{TEMPLATE_VERSION}:{_headers_digest()}",
-        "options": " ".join(options),
-        "compiler_version": f"nvrtc-{major}.{minor}",
-        "arch": arch,
-        "tiles_version": _tiles_version(),
-    }
-    cubin = _cached_build(key_parts, build)
+    cubin = _cached_build(cuda_key(source, arch, options), build)
     return ran[0] if ran else Compiled(cubin=cubin)
 
 
