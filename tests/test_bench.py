@@ -45,6 +45,8 @@ def test_report_two_vendors_and_a_missing_device(tmp_path):
     (lambda r: r["rows"][0].pop("impl"), "lacks ['impl']"),
     (lambda r: r["rows"][0].update(ms=-1.0), "bad time"),
     (lambda r: r["rows"][0].update(correct=False), "time for an incorrect result"),
+    (lambda r: r["environment"].pop("date"), "environment.date is missing"),
+    (lambda r: r["rows"][0].update(shape={"M": 1}), "a shape without M, N, K"),
 ])
 def test_schema_checks(mutate, msg):
     r = copy.deepcopy(_fixture("NVIDIA H200", "H200", 1.0, "cublas", 1.0))
@@ -101,3 +103,58 @@ def test_suite_ratios_divide_by_the_named_baseline():
     r["rows"][0]["ms"], r["rows"][1]["ms"] = 2.0, 3.0
     r["rows"].append(dict(kernel="gemm", shape=r["rows"][0]["shape"], impl="other2", correct=True, ms=1.0))
     assert mod.ratios(r) == {"gemm": [("8192x8192x8192", 1.5)]}
+
+
+def test_one_device_in_two_files_shows_the_newest_and_says_so(tmp_path):
+    old = _fixture("NVIDIA H200", "H200", 700.0, "cublas", 772.0)
+    new = _fixture("NVIDIA H200", "H200", 790.0, "cublas", 772.0)
+    new["environment"]["date"] = "2026-12-04T00:00:00+00:00"
+    for order in ((new, old), (old, new)):  # the argument order does not decide
+        paths = []
+        for i, r in enumerate(order):
+            paths.append(tmp_path / f"{i}.json")
+            paths[-1].write_text(json.dumps(r))
+        md = report.markdown(report.load([str(p) for p in paths]), [])
+        line = next(l for l in md.splitlines() if l.startswith("| gemm | 8192x8192x8192"))
+        assert line.split("|")[4].strip().startswith("790 (1.02× cublas")
+        assert "**H200**: 1 shapes were measured in more than one result file" in md
+
+
+@pytest.mark.parametrize("name,key", [("NVIDIA H200", "H200"), ("NVIDIA H100 80GB HBM3", "H100"),
+                                      ("NVIDIA H100 PCIe", "NVIDIA H100 PCIe"), ("NVIDIA H100 NVL", "NVIDIA H100 NVL"),
+                                      ("NVIDIA GH200 480GB", "NVIDIA GH200 480GB"), ("AMD Instinct MI300X", "MI300X")])
+def test_device_names_map_by_whole_words(name, key):
+    """A GH200 is not an H200, and the PCIe and NVL parts do not have the SXM part's peak."""
+    from tiles.bench import peaks
+    assert peaks.device_key(name) == key
+
+
+def test_fresh_result_names_never_replace_a_file(tmp_path):
+    from tiles.bench.run import fresh_path
+    names = []
+    for _ in range(28):
+        p = fresh_path(str(tmp_path), "H200-2026-12-04")
+        open(p, "w").close()
+        names.append(os.path.basename(p))
+    assert names[:3] == ["H200-2026-12-04.json", "H200-2026-12-04b.json", "H200-2026-12-04c.json"]
+    assert names[25:] == ["H200-2026-12-04z.json", "H200-2026-12-04zb.json", "H200-2026-12-04zc.json"]
+    assert len(set(names)) == 28
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["report", "/nonexistent.json", "--out", "OUT"], "No such file or directory: /nonexistent.json"),
+    (["report", "BAD", "--out", "OUT"], "not a JSON file"),
+    (["run", "--reps", "0"], "--reps must be at least 1"),
+    (["run", "--budget", "-5"], "--budget must be a number of seconds > 0"),
+    (["run", "--kernels", ","], "--kernels: none given"),
+    (["run", "--backend", "nosuch"], "--backend: backend='nosuch' is not a tiles backend"),
+])
+def test_cli_errors_are_one_line(argv, needle, tmp_path):
+    """Bad arguments and unreadable files: exit status 2 and one line naming the problem, no traceback."""
+    import subprocess
+    import sys
+    (tmp_path / "BAD").write_text("{")
+    argv = [str(tmp_path / a) if a in ("BAD", "OUT") else a for a in argv]
+    r = subprocess.run([sys.executable, "-m", "tiles.bench", *argv], capture_output=True, text=True, cwd=ROOT,
+                       timeout=120)
+    assert r.returncode == 2 and needle in r.stderr and "Traceback" not in r.stderr, r.stderr

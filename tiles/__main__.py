@@ -41,6 +41,25 @@ def _examples():
 
 
 SHOW_ALIASES = {"attention_bwd": ["attention_bwd_prep", "attention_bwd_dkdv", "attention_bwd_dq"]}
+# how to build what `show --emit DIR` writes (the source includes its headers as <tiles/...>, found
+# through -I DIR)
+BUILD = {
+    "hopper": "nvcc -gencode=arch=compute_90a,code=sm_90a -std=c++17 -cubin -I {dir} {src} -o {stem}.cubin",
+    "cdna": ("clang++-22 -x hip --offload-arch={arch} --cuda-device-only --no-gpu-bundle-output -nogpulib -nogpuinc "
+             "-O3 -std=c++17 -I {dir} -c {src} -o {stem}.co"),
+    "cdna-emu": "nvcc -gencode=arch=compute_90a,code=sm_90a -std=c++17 -cubin -I {dir} {src} -o {stem}.cubin",
+}
+
+
+def _emit_dir(path: str) -> str | None:
+    """Why --emit DIR cannot be written, or None."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        return f"--emit {path}: cannot make the directory ({e.strerror})"
+    if not os.access(path, os.W_OK | os.X_OK):
+        return f"--emit {path}: the directory is not writable"
+    return None
 
 
 def cmd_show(args) -> int:
@@ -53,6 +72,12 @@ def cmd_show(args) -> int:
             print(f"unknown kernel {args.kernel!r}; choose one of {sorted(SUITE) + list(SHOW_ALIASES)}",
                   file=sys.stderr)
             return 2
+    if args.arch and args.backend == "interp":
+        print("--arch applies to the hopper, cdna and cdna-emu backends; the interpreter has none", file=sys.stderr)
+        return 2
+    if args.emit and (why := _emit_dir(args.emit)):
+        print(why, file=sys.stderr)
+        return 2
     ex = _examples()
     for n in names:
         kfn = SUITE[n]
@@ -63,7 +88,6 @@ def cmd_show(args) -> int:
             text = kfn.trace(*a, **kw).text()
             print(text)
             if args.emit:
-                os.makedirs(args.emit, exist_ok=True)
                 with open(os.path.join(args.emit, f"{n}.tir"), "w") as f:
                     f.write(text + "\n")
             continue
@@ -77,8 +101,15 @@ def cmd_show(args) -> int:
             print(e, file=sys.stderr)
             return 2
         if args.emit:
-            paths = be.emit(lowered, args.emit)
+            try:
+                paths = be.emit(lowered, args.emit)
+            except OSError as e:
+                print(f"--emit {args.emit}: {e.strerror}: {e.filename}", file=sys.stderr)
+                return 2
             print("\n".join(paths))
+            src = paths[0]
+            print("build: " + BUILD[args.backend.split(":")[0]].format(
+                dir=args.emit, src=src, stem=os.path.splitext(src)[0], arch=args.arch or lowered.arch or "gfx942"))
         else:
             print(lowered.source)
     return 0
@@ -174,8 +205,10 @@ def main(argv=None) -> int:
     s = sub.add_parser("show", help="print a suite kernel's IR or generated source")
     s.add_argument("kernel")
     s.add_argument("--backend", default="interp", choices=["interp", "hopper", "cdna", "cdna-emu"])
-    s.add_argument("--arch", default=None, help="gfx942 | gfx950 for cdna; sm_90a for hopper")
-    s.add_argument("--emit", default=None, metavar="DIR", help="write a standalone translation unit to DIR")
+    s.add_argument("--arch", default=None, help="gfx942 | gfx950 for cdna and cdna-emu; sm_90a for hopper")
+    s.add_argument("--emit", default=None, metavar="DIR",
+                   help="write a standalone translation unit to DIR: the generated source and every device header "
+                        "it includes, built with -I DIR (the command is printed); for interp, the IR text")
     args = ap.parse_args(argv)
     return {"demo": cmd_demo, "info": cmd_info, "show": cmd_show}[args.cmd](args)
 

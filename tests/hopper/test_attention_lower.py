@@ -221,6 +221,32 @@ def test_cli_show_and_emit(tmp_path):
         assert res and all(v["spill_stores"] == 0 and v["stack"] == 0 for v in res.values()), r.stderr
 
 
+def test_cli_show_errors_and_the_printed_build_command(tmp_path):
+    """--emit into something that is not a directory, or --arch for the interpreter: exit status 2 and one
+    line. After an emit, the printed build command builds the unit as it stands."""
+    import os
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    (tmp_path / "a_file").write_text("")
+
+    def show(*argv):
+        return subprocess.run([sys.executable, "-m", "tiles", "show", *argv], capture_output=True, text=True,
+                              cwd=ROOT, env=env, timeout=300)
+    for argv, needle in ((["gemm", "--backend", "hopper", "--emit", str(tmp_path / "a_file")], "cannot make the directory"),
+                         (["gemm", "--backend", "hopper", "--emit", str(tmp_path / "a_file" / "sub")], "cannot make"),
+                         (["gemm", "--arch", "gfx950"], "--arch applies to the hopper, cdna and cdna-emu backends")):
+        p = show(*argv)
+        assert p.returncode == 2 and needle in p.stderr and "Traceback" not in p.stderr, p.stderr
+    out = tmp_path / "emit"
+    p = show("gemm", "--backend", "hopper", "--emit", str(out))
+    assert p.returncode == 0, p.stderr
+    build = [line[len("build: "):] for line in p.stdout.splitlines() if line.startswith("build: ")]
+    assert len(build) == 1 and f"-I {out}" in build[0]
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not on PATH")
+    r = subprocess.run(build[0], shell=True, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert r.returncode == 0, r.stderr
+
+
 @pytest.mark.parametrize("D", [64, 128])
 def test_bwd_dq_lowers_with_one_consumer(D):
     """attention_bwd_dq (Pipelined, BM = 64) through the same translation: one consumer warpgroup,

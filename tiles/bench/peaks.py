@@ -20,11 +20,19 @@ PEAKS = {
 DEVICES = tuple(PEAKS)
 
 
+# other parts of one name, with other clocks and power, hence other peaks: their own columns
+VARIANTS = ("PCIE", "NVL")
+
+
 def device_key(name: str) -> str:
-    """Map a torch device name ('NVIDIA H200', 'AMD Instinct MI300X') to a PEAKS key, or the name."""
-    up = name.upper()
-    for key in sorted(PEAKS, key=len, reverse=True):
-        if key in up:
+    """Map a torch device name ('NVIDIA H200', 'NVIDIA H100 80GB HBM3', 'AMD Instinct MI300X') to a PEAKS
+    key by whole words, or the name itself: 'NVIDIA GH200 480GB' is not an H200, and an 'H100 PCIe' or
+    'H100 NVL' does not have the SXM part's peak."""
+    words = name.upper().replace("-", " ").split()
+    if any(v in words for v in VARIANTS):
+        return name
+    for key in PEAKS:
+        if key in words:
             return key
     return name
 

@@ -16,11 +16,18 @@ SCHEMA = 1
 ROW_KEYS = {"kernel", "shape", "impl", "correct"}
 
 
+def _read_json(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except ValueError as e:  # not UTF-8, or not JSON
+        raise ValueError(f"{path}: not a JSON file ({e})") from None
+
+
 def load(paths) -> list:
     results = []
     for p in paths:
-        with open(p) as f:
-            r = json.load(f)
+        r = _read_json(p)
         validate(r, p)
         results.append(r)
     return results
@@ -33,12 +40,24 @@ def validate(r: dict, where: str = "result") -> None:
     env = r.get("environment")
     if not isinstance(env, dict) or not env.get("device"):
         raise ValueError(f"{where}: environment.device is missing")
-    for i, row in enumerate(r.get("rows", [])):
+    if not isinstance(env.get("date"), str):
+        raise ValueError(f"{where}: environment.date is missing")
+    rows = r.get("rows", [])
+    if not isinstance(rows, list):
+        raise ValueError(f"{where}: rows must be a list")
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise ValueError(f"{where}: row {i} is not an object")
         if "measure" in row or "error" in row:
             continue
         missing = ROW_KEYS - set(row)
         if missing:
             raise ValueError(f"{where}: row {i} lacks {sorted(missing)}")
+        try:
+            shape_key(row["shape"])
+        except (KeyError, TypeError):
+            raise ValueError(f"{where}: row {i} has a shape without M, N, K or B, H, S, D, causal: "
+                             f"{row['shape']!r}") from None
         if row.get("ms") is not None and not (isinstance(row["ms"], (int, float)) and row["ms"] > 0):
             raise ValueError(f"{where}: row {i} has a bad time {row['ms']!r}")
         if row.get("ms") is not None and row["correct"] is not True:
@@ -48,11 +67,12 @@ def validate(r: dict, where: str = "result") -> None:
 def load_published(path) -> list:
     if not path:
         return []
-    with open(path) as f:
-        pub = json.load(f)
+    pub = _read_json(path)
+    if not isinstance(pub, list):
+        raise ValueError(f"{path}: published numbers must be a JSON list of rows")
     for i, row in enumerate(pub):
         for key in ("device", "kernel", "shape", "impl", "tflops", "source"):
-            if key not in row:
+            if not isinstance(row, dict) or key not in row:
                 raise ValueError(f"{path}: published row {i} lacks {key!r}")
     return pub
 
@@ -72,11 +92,12 @@ def _pct(row, dev, kernel):
 
 
 def table(results, published) -> tuple[list, dict]:
-    """devices (in display order) and cells[(kernel, shape)][device] = {tiles, vendor, vendor_impl, ratio, pct}."""
+    """devices (in display order) and cells[(kernel, shape)][device] = {tiles, vendor, vendor_impl, ratio, pct,
+    date}. Where result files of one device measured the same shape, its cell is the newest file's."""
     devices = list(peaks.DEVICES)
     cells = defaultdict(dict)
-    for r in results:
-        dev = r["environment"].get("device_key") or peaks.device_key(r["environment"]["device"])
+    for r in sorted(results, key=lambda r: r["environment"]["date"]):  # stable: equal dates keep their order
+        dev = peaks.device_key(r["environment"]["device"])  # recomputed: older files keyed by substring
         if dev not in devices:
             devices.append(dev)
         by = defaultdict(dict)
@@ -91,7 +112,8 @@ def table(results, published) -> tuple[list, dict]:
                 tiles=t["tflops"] if t else None, pct=_pct(t, dev, key[0]) if t else None,
                 vendor=best[1]["tflops"] if best else None, vendor_impl=best[0] if best else None,
                 ratio=(t["tflops"] / best[1]["tflops"]) if t and best else None,
-                all={n: x["tflops"] for n, x in impls.items()})
+                all={n: x["tflops"] for n, x in impls.items()}, date=r["environment"]["date"],
+                replaced=cells[key][dev]["replaced"] + 1 if dev in cells[key] else 0)
     pubs = defaultdict(list)
     for p in published:
         pubs[(p["kernel"], shape_key(p["shape"]))].append(p)
@@ -119,6 +141,14 @@ def markdown(results, published) -> str:
         extra = ", ".join(f"{k} {e[k]}" for k in ("cuda", "rocm", "driver", "torch", "tiles_commit", "clocks_mhz")
                           if e.get(k))
         lines.append(f"- **{e.get('device_key', e['device'])}** ({e['device']}), {e['date']}: {extra}")
+    repeated = defaultdict(int)
+    for c in cells.values():
+        for d, x in c.items():
+            repeated[d] += bool(x["replaced"])
+    for d, n in repeated.items():
+        if n:
+            lines.append(f"- **{d}**: {n} shapes were measured in more than one result file; each cell shows the "
+                         "newest file's measurement.")
     lines.append("")
     head = "| kernel | shape | " + " | ".join(devices) + " |"
     lines += [head, "|" + "---|" * (len(devices) + 2)]

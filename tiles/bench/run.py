@@ -354,8 +354,11 @@ def compile_times(device, backend) -> list:
 def run(suite="quick", kernels=("gemm", "attention_fwd", "attention_bwd"), out=None, backend=None,
         reps=30, budget=1.0, quiet=False) -> dict:
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if device.type == "cpu" and suite not in ("tiny",):
-        suite = "tiny"  # the interpreter is the reference semantics; time only toy shapes on a CPU
+    if device.type == "cpu":  # the interpreter is the reference semantics: time only toy shapes
+        if not quiet:
+            print(f"no GPU here: the {suite!r} suite becomes 'tiny', timed on the CPU interpreter against torch "
+                  "on the CPU (a check of the harness, not a benchmark)", file=sys.stderr)
+        suite = "tiny"
     env = environment(device)
     work = []
     if "gemm" in kernels:
@@ -383,8 +386,7 @@ def run(suite="quick", kernels=("gemm", "attention_fwd", "attention_bwd"), out=N
 
     result = {"schema": 1, "suite": suite, "environment": env, "rows": rows}
     if out is None:
-        day = env["date"][:10]
-        out = os.path.join("bench", "results", f"{env['device_key'].replace(' ', '_')}-{day}.json")
+        out = fresh_path(os.path.join("bench", "results"), f"{env['device_key'].replace(' ', '_')}-{env['date'][:10]}")
     os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
 
     def save():  # after every shape, so a run cut short keeps what it measured
@@ -409,6 +411,16 @@ def run(suite="quick", kernels=("gemm", "attention_fwd", "attention_bwd"), out=N
     if not quiet:
         print(f"wrote {out}")
     return result
+
+
+def fresh_path(folder: str, stem: str) -> str:
+    """folder/stem.json, or the first of stem + b, c, ..., z, zb, ... that no file has taken: a second
+    run on the same day never replaces the first (the naming of bench/results)."""
+    suffix = ""
+    while os.path.exists(os.path.join(folder, f"{stem}{suffix}.json")):
+        last = suffix[-1:] or "a"
+        suffix = suffix + "b" if last == "z" else suffix[:-1] + chr(ord(last) + 1)
+    return os.path.join(folder, f"{stem}{suffix}.json")
 
 
 def _shape_str(s: dict) -> str:
