@@ -195,8 +195,11 @@ def compile_hip(source: str, arch: str, clang: int = 22, *, hiprtc: bool = False
 
 
 def cache_dir() -> str:
-    base = os.environ.get("TILES_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "tiles")
-    return os.path.join(base, "cdna")
+    """Where the hiprtc header download is kept: beside the kernel cache (TILES_CACHE_DIR, else
+    $XDG_CACHE_HOME/tiles or ~/.cache/tiles). A download, not a compiled kernel, so TILES_CACHE=0 keeps it."""
+    from tiles.core.cache import cache_dir_from_env
+
+    return os.path.join(cache_dir_from_env(), "cdna")
 
 
 def hiprtc_header(download: bool = True) -> Tuple[Optional[str], str]:
