@@ -396,7 +396,7 @@ def test_show_emit_compiles_standalone(tmp_path):
                         "--emit", str(out)], capture_output=True, text=True, cwd=REPO,
                        env=dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", "")))
     assert r.returncode == 0, r.stderr
-    src = [p for p in r.stdout.split() if p.endswith(".hip")]
+    src = [line for line in r.stdout.splitlines() if line.endswith(".hip")]  # the paths written (not the build line)
     assert len(src) == 1
     tc = cc.toolchain(22)
     obj = tmp_path / "k.o"

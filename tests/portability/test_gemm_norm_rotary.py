@@ -61,6 +61,22 @@ def test_layernorm(backend, shape, dtype):
     torch.testing.assert_close(y, ref.to(dtype))
 
 
+def test_layernorm_overflow_is_not_silent(backend):
+    """An f32 row whose deviations square past f32's range has no f32 answer: it comes out inf / NaN (as
+    torch's does), never as the bias alone; the other rows are unaffected."""
+    name, device = backend
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(4, 300, generator=g)
+    x[1, :5] = 1e20
+    x[2] = 3.0  # constant: var = 0, the output is the bias exactly
+    w, b = torch.randn(300, generator=g), torch.randn(300, generator=g)
+    y = tiles.layernorm(x.to(device), w.to(device), b.to(device), backend=name).cpu()
+    assert not torch.isfinite(y[1]).all()
+    keep = [0, 2, 3]
+    ref = torch.nn.functional.layer_norm(x[keep].double(), (300,), w.double(), b.double(), 1e-5)
+    torch.testing.assert_close(y[keep], ref.float())
+
+
 @pytest.mark.parametrize("shape", [(1, 1, 1, 64), (2, 65, 3, 128), (1, 130, 2, 32)])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_rotary(backend, shape, dtype):

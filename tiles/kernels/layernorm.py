@@ -1,6 +1,8 @@
 """LayerNorm forward over the last axis: y = (x - mean) / sqrt(var + eps) * w + b."""
-from tiles.core.lang import (add, add_col, load, mask_cols, mul, mul_col, mul_row, row_sum, rsqrt, store,
-                             sub_row)
+import math
+
+from tiles.core.lang import (add, add_col, fill_where, load, mask_cols, mul, mul_col, mul_row, row_sum, rsqrt,
+                             store, sub_row)
 from tiles.core.dtypes import f32
 from tiles.core.patterns import Pipelined
 from tiles.core.trace import kernel
@@ -35,6 +37,9 @@ def layernorm(k, X, W, Bias, Y, eps, *, NP, BM=4):
     mul(var, var, 1.0 / N)
     add(var, var, eps)
     rsqrt(rstd, var)
+    # deviations whose squares pass f32's range (|x - mean| > ~1.8e19) give var = inf and rstd = 0, which
+    # would print the bias as if it were right: an infinite rstd makes those rows inf / NaN instead
+    fill_where(rstd, var, "==", math.inf, math.inf)
     mul_row(xc, xc, rstd)
     mul_col(xc, xc, w)
     add_col(xc, xc, b)
