@@ -96,8 +96,7 @@ def nvrtc_compile(source: str, arch: str = ARCH, options: Sequence[str] = (), na
     if err != ok:
         raise CompileError(f"nvrtcCreateProgram failed: {err}")
     try:
-        opts = nvrtc_options(arch, options)
-        opts.insert(len(opts) - len(options), f"-I{INCLUDE_DIR}")
+        opts = [*nvrtc_options(arch), f"-I{INCLUDE_DIR}", *options]
         (res,) = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
         _, n = nvrtc.nvrtcGetProgramLogSize(prog)
         buf = b" " * n
