@@ -26,7 +26,8 @@ The schedule (templates/attention.cu.j2) comes from the kernel's overlap pattern
 * PingPong(stages) uses two consumer warpgroups that take turns on the tensor cores with two named
   barriers: a warpgroup's GEMM phase (the loop body's last mma, then the next iteration's first)
   starts only after the other warpgroup issued its own, so one softmax runs under the other's GEMMs.
-  Pipelined / ProducerConsumer use the same code without the turn-taking;
+  Pipelined / ProducerConsumer use the same code without the turn-taking, and so does Interleave,
+  which requires the rotated loop (`rotate`: each warpgroup's last mma under its own softmax);
 * the schedule choices the IR leaves to the backend (rotate, hoist, fold, ring_store, ...) are planned
   in attention_plans.py, and the options a problem launches with in attention_launch.py;
   bench/hopper_notes.md has the measurements behind each default.
