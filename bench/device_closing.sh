@@ -13,7 +13,7 @@
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
 if [ "${TEST_TIMEOUT:-170}" != 0 ]; then  # TEST_TIMEOUT=0: the tests ran in a call of their own
   timeout "${TEST_TIMEOUT:-170}" python3 -m pytest -q -p no:cacheprovider -n 8 -W ignore tests/cdna_emu tests/portability \
-      tests/hopper tests/test_attention_fused.py tests/test_gemm_fp8.py -rfs --tb=short > "$OUT/tests.txt" 2>&1
+      tests/hopper tests/test_attention_fused.py tests/test_gemm_fp8.py tests/test_errors.py -rfs --tb=short > "$OUT/tests.txt" 2>&1
   grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/tests.txt" | cut -c1-200 | head -20
 fi
 DEVICE_PYTHONPATH=bench WORKLOAD="${WORKLOAD:-fused}" TOOLS="${TOOLS:-synccheck racecheck memcheck}" \

@@ -66,24 +66,26 @@ def test_fp8_isa_and_resources(arch, clang, mf, rowwise):
     assert r.count("buffer_load_dwordx4") >= cfg.loads_per_block and r.count("ds_read_b128") > 0
     assert r.count("ds_write_b128") >= 2 * cfg.loads_per_block // 2 and r.count("s_barrier") >= 2
     assert not any(m.startswith("ds_read") and m != "ds_read_b128" for m in r.counts), r.counts
-    loop = cc.instruction_counts(cc.loop_body(r.disasm))
-    if loop:  # clang-22 closes the K loop with a backward conditional branch (clang-19 with s_branch)
-        assert loop.get(mnemonic) == cfg.mfma_per_block, (loop, cfg.mfma_per_block)
-        assert loop.get("buffer_load_dwordx4") == cfg.loads_per_block
-        assert loop.get("ds_read_b128") == (cfg.wm + cfg.wn) // mf * (cfg.bk // (16 * 64 // mf))  # one per row block and k-slab
-        assert loop.get("s_barrier") == 1 and loop.get("ds_write_b128", 0) >= cfg.loads_per_block
-        # block scales: A's row scales and B's block scale each K block; row-wise ones once, after the loop
-        assert loop.get("buffer_load_dword", 0) == (0 if rowwise else cfg.wm // mf + 1), loop
-        if rowwise:
-            scalar = r.count("buffer_load_dword") - r.count("buffer_load_dwordx4")  # count() matches prefixes
-            assert scalar == cfg.wm // mf + cfg.wn // mf * (16 if mf == 32 else 4)  # rv_col sa, rv_row sb
-        # the order the pipeline needs: stage loads issued, MFMAs, then the wait for the loads, then the LDS writes
-        ops = [ln.split()[0] + (" " + ln.split()[1] if ln.split()[0] == "s_waitcnt" else "")
-               for ln in cc.loop_body(r.disasm).splitlines() if ln.strip() and not ln.strip().startswith("/")]
-        last_load = max(i for i, o in enumerate(ops) if o == "buffer_load_dwordx4")
-        mfmas = [i for i, o in enumerate(ops) if o == mnemonic]
-        wait = ops.index("s_waitcnt vmcnt(0)")
-        assert last_load < mfmas[0] and mfmas[-1] < wait < min(i for i, o in enumerate(ops) if o == "ds_write_b128" and i > wait)
+    # clang-22 closes the K loop with a backward conditional branch, clang-19 with an s_branch
+    body = cc.loop_body(r.disasm) or cc.loop_body(r.disasm, outermost=True)
+    loop = cc.instruction_counts(body)
+    assert loop, "no K loop found in the disassembly"
+    assert loop.get(mnemonic) == cfg.mfma_per_block, (loop, cfg.mfma_per_block)
+    assert loop.get("buffer_load_dwordx4") == cfg.loads_per_block
+    assert loop.get("ds_read_b128") == (cfg.wm + cfg.wn) // mf * (cfg.bk // (16 * 64 // mf))  # one per row block and k-slab
+    assert loop.get("s_barrier") == 1 and loop.get("ds_write_b128", 0) >= cfg.loads_per_block
+    # block scales: A's row scales and B's block scale each K block; row-wise ones once, after the loop
+    assert loop.get("buffer_load_dword", 0) == (0 if rowwise else cfg.wm // mf + 1), loop
+    if rowwise:
+        scalar = r.count("buffer_load_dword") - r.count("buffer_load_dwordx4")  # count() matches prefixes
+        assert scalar == cfg.wm // mf + cfg.wn // mf * (16 if mf == 32 else 4)  # rv_col sa, rv_row sb
+    # the order the pipeline needs: stage loads issued, MFMAs, then the wait for the loads, then the LDS writes
+    ops = [ln.split()[0] + (" " + ln.split()[1] if ln.split()[0] == "s_waitcnt" else "")
+           for ln in body.splitlines() if ln.strip() and not ln.strip().startswith("/")]
+    last_load = max(i for i, o in enumerate(ops) if o == "buffer_load_dwordx4")
+    mfmas = [i for i, o in enumerate(ops) if o == mnemonic]
+    wait = ops.index("s_waitcnt vmcnt(0)")
+    assert last_load < mfmas[0] and mfmas[-1] < wait < min(i for i, o in enumerate(ops) if o == "ds_write_b128" and i > wait)
     res = r.resources
     assert res["scratch"] == 0 and res["vgpr_spill"] == 0 and res["sgpr_spill"] == 0, r.summary()
     assert r.vgpr_total <= 512 and res["vgpr"] <= 256, r.summary()  # 4 waves: one per SIMD, 512 registers

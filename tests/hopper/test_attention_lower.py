@@ -248,7 +248,7 @@ def test_cli_show_errors_and_the_printed_build_command(tmp_path):
 
 
 @pytest.mark.parametrize("D", [64, 128])
-def test_bwd_dq_lowers_with_one_consumer(D):
+def test_bwd_dq_lowers_with_one_consumer(D, tmp_path):
     """attention_bwd_dq (Pipelined, BM = 64) through the same translation: one consumer warpgroup,
     its last mma (dq += dS K, A from registers) rotated; compiles for sm_90a without spills."""
     from tiles.kernels import attention_bwd_dq
@@ -261,10 +261,8 @@ def test_bwd_dq_lowers_with_one_consumer(D):
     assert "load(lse, L + " in src and "mma_ABt(dp, S.do_, wg_row0, S.vt[pos.stage], false);" in src
     assert "if (held >= 0) mma_AB(dq, dsp, S.kt[held], true);" in src
     c = runtime.compile_cuda(src, name=low.entry + ".cu", cache=False)
-    res = c.resources.get(low.entry)
-    if res is not None:
-        assert res["spill_stores"] == 0 and res["stack"] == 0, c.log
-        assert "serialized" not in c.log, c.log
+    assert_no_spills(c, low.entry, tmp_path)  # from the cubin's own table when NVRTC's log has none
+    assert "serialized" not in c.log, c.log
 
 
 @pytest.mark.parametrize("D", [64, 128])

@@ -12,6 +12,14 @@ def fl(ref: torch.Tensor) -> float:
     return 2 * ((r + 0.3 - 0.3) - r).abs().max().item()
 
 
+def f32_sum_bound(a: torch.Tensor, b: torch.Tensor) -> float:
+    """A bound on the error of a @ b summed in f32, in any order, from exact products (16-bit inputs):
+    K·2u·max (|a| @ |b|), u = 2^-24, the 2 for adders that truncate (tensor cores may). A result that
+    went through 16 bits on the way misses it (by 2x at K = 512, by far at small K)."""
+    K = a.shape[-1]
+    return K * 2.0 ** -23 * (a.double().abs() @ b.double().abs()).max().item()
+
+
 def max_err(x: torch.Tensor, ref: torch.Tensor) -> float:
     d = (x.double() - ref.double()).abs()
     if torch.isnan(d).any():
