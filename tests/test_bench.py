@@ -158,3 +158,17 @@ def test_cli_errors_are_one_line(argv, needle, tmp_path):
     r = subprocess.run([sys.executable, "-m", "tiles.bench", *argv], capture_output=True, text=True, cwd=ROOT,
                        timeout=120)
     assert r.returncode == 2 and needle in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_a_failing_tiles_kernel_is_a_wrong_row_not_a_skip(tmp_path, monkeypatch):
+    """A tiles implementation that raises is recorded as incorrect (with the error), never as skipped."""
+    import tiles
+    from tiles.bench.run import run
+
+    def broken(*a, **k):
+        raise RuntimeError("planted failure")
+    monkeypatch.setattr(tiles, "attention", broken)
+    r = run("tiny", ("attention_fwd",), str(tmp_path / "cpu.json"), "interp", reps=2, budget=0.1, quiet=True)
+    rows = [row for row in r["rows"] if row.get("impl") == "tiles"]
+    assert rows and all(row["correct"] is False and "planted failure" in row["failed"] for row in rows)
+    assert not any("skipped" in row for row in rows)

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import torch
 
+from tiles.core.backend import BackendUnavailable
+
 FP8_MAX = 448.0
 BLOCK = 128
 
@@ -166,7 +168,11 @@ def bench_gemm_fp8(s, device, backend, reps, budget, progress) -> list:
         try:
             c = fn(x0)
         except Exception as e:  # a baseline this torch lacks (e.g. block-scaled _scaled_mm)
-            row.update(correct=None, skipped=f"{type(e).__name__}: {str(e).splitlines()[0][:200]}")
+            why = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
+            if name.startswith("tiles") and not isinstance(e, BackendUnavailable):
+                row.update(correct=False, failed=why)  # tiles failing is a wrong result, never a skip
+            else:
+                row.update(correct=None, skipped=why)
             rows.append(row)
             continue
         r, b = (ref_row, bound_row) if name in ROWWISE else (ref, bound)

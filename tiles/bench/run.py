@@ -18,6 +18,8 @@ import time
 
 import torch
 
+from tiles.core.backend import BackendUnavailable
+
 from . import baselines, peaks, shapes
 
 
@@ -199,7 +201,7 @@ def bench_attention(s, device, backend, backward, reps, budget, progress, suite=
     causal = s["causal"]
     per_set = 2 * (s["B"] * s["S"] * s["H"] * s["D"] * 2 + 2 * s["B"] * s["S_k"] * s["H_kv"] * s["D"])
     sets = _attention_sets(s, device, _n_sets(per_set, device))
-    skipped = {}
+    skipped, failed = {}, {}
     impls = baselines.attention_impls(device, backend, backward, skipped, s, suite)
     kernel = "attention_bwd" if backward else "attention_fwd"
     x0 = sets[0]
@@ -221,7 +223,11 @@ def bench_attention(s, device, backend, backward, reps, budget, progress, suite=
             else:
                 results[name] = [fn(x0, causal)]
         except Exception as e:  # noqa: BLE001 - a baseline that cannot run this shape is recorded, not fatal
-            skipped[name] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
+            why = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
+            if name.startswith("tiles") and not isinstance(e, BackendUnavailable):
+                failed[name] = why  # tiles failing is a wrong result, never a skip
+            else:
+                skipped[name] = why
     refs = ref if backward else [ref]
     vendor = [n for n in results if n in baselines.VENDOR_BASELINES]
     bound = [max(_errors(results[n][i], refs[i])[0] for n in vendor) if vendor else 0.0 for i in range(len(refs))]
@@ -261,6 +267,8 @@ def bench_attention(s, device, backend, backward, reps, budget, progress, suite=
         _fill_times(row, t, flops, device)
     for n, why in skipped.items():
         rows.append(dict(kernel=kernel, shape=s, impl=n, correct=None, skipped=why))
+    for n, why in failed.items():
+        rows.append(dict(kernel=kernel, shape=s, impl=n, correct=False, failed=why))
     progress(rows)
     return rows
 
@@ -380,7 +388,7 @@ def run(suite="quick", kernels=("gemm", "attention_fwd", "attention_bwd"), out=N
             if r.get("ms") is not None:
                 line = f"{r['tflops']:8.1f} TFLOP/s  {r['ms']:9.3f} ms"
             else:
-                line = f"  {'wrong' if r.get('correct') is False else 'skipped'}: {r.get('skipped', '')[:60]}"
+                line = f"  {'wrong' if r.get('correct') is False else 'skipped'}: {(r.get('failed') or r.get('skipped') or '')[:60]}"
             print(f"[{i:3d}/{len(work)} {time.perf_counter() - t0:6.0f}s] {r['kernel']:14} "
                   f"{_shape_str(r['shape']):38} {r['impl']:11} {line}", flush=True)
 
