@@ -135,30 +135,41 @@ int main() {
 
 @pytest.mark.parametrize("mf", [32, 16])
 def test_emulated_ops(tmp_path, mf):
+    """Reductions, the base-2 softmax, masks. Run twice: on finite data, where every output is checked,
+    then with one row all -inf, which must leave the other rows alone. That row itself comes out NaN:
+    its maximum is -inf and -inf - -inf is NaN (the attention kernels start their running maximum at a
+    finite -1e30 for this reason, so a row that sees no key gives zeros)."""
     rng = np.random.default_rng(mf)
     x = rng.standard_normal((64, 64)).astype(np.float32)
-    x[3, :] = -np.inf  # a fully masked row: softmax must give zeros, not NaN (safe div_row)
     fin, fout = tmp_path / "x.bin", tmp_path / "y.bin"
-    x.tofile(fin)
     exe = build_host(OPS_KERNEL, 942, [f"EMU_MF={mf}", f'EMU_IN="{fin}"', f'EMU_OUT="{fout}"'])
-    run(exe)
-    y = np.fromfile(fout, dtype=np.float32)
-    soft, masked = y[:4096].reshape(64, 64), y[4096:8192].reshape(64, 64)
-    rowmax, colsum = y[8192:8256], y[8256:]
+
+    def ops(x):
+        x.tofile(fin)
+        run(exe)
+        y = np.fromfile(fout, dtype=np.float32)
+        return y[:4096].reshape(64, 64), y[4096:8192].reshape(64, 64), y[8192:8256], y[8256:]
+
+    def softmax(x):
+        with np.errstate(invalid="ignore"):
+            e = np.exp2(x - x.max(axis=1, keepdims=True))
+            return e / e.sum(axis=1, keepdims=True)
+    soft, masked, rowmax, colsum = ops(x)
     assert np.array_equal(rowmax, x.max(axis=1))
-    np.testing.assert_allclose(colsum[np.isfinite(colsum)], x.sum(axis=0)[np.isfinite(colsum)], rtol=1e-5, atol=1e-5)
-    with np.errstate(invalid="ignore"):
-        ref = np.exp2(x - x.max(axis=1, keepdims=True))
-        ref = ref / ref.sum(axis=1, keepdims=True)
-    ref[3, :] = 0.0
-    with np.errstate(invalid="ignore"):
-        np.testing.assert_allclose(soft[np.arange(64) != 3], ref[np.arange(64) != 3], rtol=1e-5, atol=1e-6)
-    assert not np.isnan(soft[np.arange(64) != 3]).any()
+    np.testing.assert_allclose(colsum, x.sum(axis=0), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(soft, softmax(x), rtol=1e-5, atol=1e-6)
     want = x.copy()
     r, c = np.meshgrid(np.arange(64), np.arange(64), indexing="ij")
     want[c > r + 8] = -1.0
     want[c >= 60] = -2.0
     np.testing.assert_array_equal(masked, want)
+
+    x[3, :] = -np.inf
+    soft, _, rowmax, _ = ops(x)
+    rest = np.arange(64) != 3
+    assert np.array_equal(rowmax, x.max(axis=1))
+    np.testing.assert_allclose(soft[rest], softmax(x)[rest], rtol=1e-5, atol=1e-6)
+    assert np.isnan(soft[3]).all()
 
 
 # ---------------------------------------------------------------- index math of the headers vs the Python data
