@@ -358,20 +358,50 @@ def test_cache_dir_under_a_regular_file_degrades_with_one_warning(tmp_path):
     assert "not usable" in str(ws[0].message) and str(d) in str(ws[0].message)
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions; see the regular-file test")
-def test_read_only_cache_dir_degrades_with_one_warning(tmp_path):
-    d = tmp_path / "ro"
-    d.mkdir()
+def _unprivileged(fn) -> None:
+    """Run fn as an ordinary user: in a forked child that drops root to nobody when the tests run as root
+    (root ignores directory permissions), else here. The child's failure fails the test."""
+    if os.geteuid() != 0:
+        fn()
+        return
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        code = 1
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            fn()
+            code = 0
+        except BaseException:  # noqa: BLE001
+            import traceback
+            traceback.print_exc()
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, "the unprivileged run failed (its traceback is above)"
+
+
+def test_read_only_cache_dir_degrades_with_one_warning():
+    import shutil
+    import tempfile
+    base = tempfile.mkdtemp()  # not under pytest's root-only tmp_path: nobody must be able to reach it
+    os.chmod(base, 0o755)
+    d = os.path.join(base, "ro")
+    os.mkdir(d)
     os.chmod(d, 0o555)
-    try:
+
+    def scenario():
         with warnings.catch_warnings(record=True) as rec:
             warnings.simplefilter("always")
             out = _three_calls_in_two_caches(d)
         assert out == [b"code %d" % i for i in range(3) for _ in range(2)] * 2
         assert len(tiles_warnings(rec)) == 1
         assert os.listdir(d) == []
+    try:
+        _unprivileged(scenario)
     finally:
         os.chmod(d, 0o755)
+        shutil.rmtree(base)
 
 
 # ----------------------------------------------------------------------------------------- switches
