@@ -25,8 +25,9 @@ def _present():
 
 # Tests that also differentiate attention need the backward kernels too.
 BACKWARD = ("attention_bwd_prep", "attention_bwd_dkdv", "attention_bwd_dq")
-ENTRY_KERNELS = {"gemm_fp8": ("gemm_fp8",), "gemm": ("gemm",), "layernorm": ("layernorm",), "rotary": ("rotary",)}
-# (first match wins: gemm_fp8 ahead of its prefix gemm)
+ENTRY_KERNELS = {"gemm_fp8_rowwise": ("gemm_fp8_rowwise",), "gemm_fp8": ("gemm_fp8",), "gemm": ("gemm",),
+                 "layernorm": ("layernorm",), "rotary": ("rotary",)}
+# (first match wins: each name ahead of its prefixes)
 
 
 def _needed(request) -> tuple:

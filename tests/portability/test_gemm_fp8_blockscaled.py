@@ -64,6 +64,27 @@ def test_gemm_fp8(backend, mnk, layout, out_dtype, monkeypatch):
     assert max_err(c.cpu(), ref) <= 2 * max_err(lp, ref) + fl(ref) + 1e-9
 
 
+@pytest.mark.parametrize("mnk", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float32])
+def test_gemm_fp8_rowwise_scales(backend, mnk, out_dtype, monkeypatch):
+    """torch._scaled_mm's row-wise scales (a_scale (M, 1), b_scale (1, N)), by the same rule."""
+    name, device = backend
+    monkeypatch.setenv("TILES_POISON", "1")
+    M, N, K = mnk
+    dt = _format(name)
+    g = torch.Generator().manual_seed(M * 5 + N + K)
+    a, b = torch.randn(M, K, generator=g), torch.randn(N, K, generator=g)
+    sa = a.abs().amax(1, keepdim=True).clamp_min(1e-4) / FMAX[dt]
+    sb = b.abs().amax(1, keepdim=True).clamp_min(1e-4) / FMAX[dt]
+    a8, b8 = (a / sa).to(dt), (b / sb).to(dt)
+    ref = (a8.double() * sa.double()) @ (b8.double() * sb.double()).T
+    c = tiles.gemm_fp8(a8.to(device), b8.to(device), sa.to(device), sb.T.contiguous().to(device),
+                       out_dtype=out_dtype, backend=name)
+    assert c.shape == (M, N) and c.dtype == out_dtype
+    lp = ((a8.double() * sa.double()).bfloat16() @ (b8.double() * sb.double()).bfloat16().T).to(out_dtype)
+    assert max_err(c.cpu(), ref) <= 2 * max_err(lp, ref) + fl(ref) + 1e-9
+
+
 def test_gemm_fp8_other_vendors_format_is_refused(backend):
     name, device = backend
     dt = _format(name)
