@@ -184,8 +184,7 @@ def gemm(a, b, out_dtype):
         raise TypeError(f"out_dtype must be a torch.dtype or None, got {type_name(out_dtype)}")
     if out_dtype not in GEMM_OUT_DTYPES:
         raise TypeError(f"out_dtype is {out_dtype}; supported: {_names(GEMM_OUT_DTYPES)}")
-    for n, t in (("a", a), ("b", b)):
-        inner_stride(n, t)
+    for n, t in (("a", a), ("b", b)):  # any strides (gemm copies what a backend cannot read in place)
         aligned(n, t)
     return a, b, out_dtype, device
 

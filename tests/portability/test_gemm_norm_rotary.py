@@ -27,6 +27,28 @@ def test_gemm(backend, mnk, dtype, out_dtype):
         assert max_err(c, ref) <= 2 * max_err(lp, ref) + fl(ref)
 
 
+@pytest.mark.parametrize("layout", ["a_t", "b_t", "both", "strided"])
+def test_gemm_transposed_operands(backend, layout):
+    """Operands as views of other storage: a (M, K) as the .t() of a (K, M) tensor, b as the .t() of an
+    (N, K) weight (x @ w.T), both, or every other column. Read in place or copied, by the same rule."""
+    name, device = backend
+    M, N, K = 70, 136, 96
+    g = torch.Generator().manual_seed(len(layout))
+    a = torch.randn(M, K, generator=g).bfloat16().to(device)
+    b = torch.randn(K, N, generator=g).bfloat16().to(device)
+    if layout in ("a_t", "both"):
+        a = a.t().contiguous().t()
+    if layout in ("b_t", "both"):
+        b = b.t().contiguous().t()
+    if layout == "strided":
+        a, b = torch.cat([a, a], 1)[:, ::2], torch.cat([b, b], 1)[:, ::2]
+    assert not (a.is_contiguous() and b.is_contiguous())
+    c = tiles.gemm(a, b, backend=name)
+    ref = a.double() @ b.double()
+    lp = a @ b
+    assert max_err(c, ref) <= 2 * max_err(lp, ref) + fl(ref)
+
+
 def test_gemm_backward(backend):
     name, device = backend
     g = torch.Generator().manual_seed(11)

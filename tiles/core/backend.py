@@ -18,6 +18,9 @@ class Backend:
     name = "?"
     max_index = None  # elements one tensor may span; None where index math is 64-bit
     gemm_multiple = 1  # K and N the gemm lowering needs in multiples of this (the API pads with zeros)
+    # whether the gemm lowering reads a B stored K-contiguous (a (N, K) weight passed as its view .t(), as
+    # in x @ w.T) where it lies; where not, the API hands it a row-major copy
+    gemm_b_kmajor = False
 
     def available(self) -> tuple[bool, str]:
         """(True, version info) or (False, why not)."""
@@ -116,6 +119,7 @@ class InterpBackend(Backend):
     """The reference interpreter: runs anywhere torch does, slowly, and defines the answers."""
 
     name = "interp"
+    gemm_b_kmajor = True  # loads follow any strides
 
     def available(self):
         return True, f"torch {torch.__version__}"
