@@ -209,3 +209,15 @@ def test_show_emit_compiles_standalone(name, tmp_path):
     p = subprocess.run(["nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-std=c++17", f"-I{out}",
                         str(srcs[0]), "-o", str(tmp_path / "k.cubin")], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
+
+
+def test_grid_past_cuda_limits_is_refused_before_launch():
+    """rotary's grid is (cdiv(S, 64), heads, batch): 70000 heads pass CUDA's 65535 on the grid's y axis.
+    The launcher says so, naming the limit, before any launch (a 1.1 MB tensor: no memory to speak of)."""
+    import needs
+    needs.hopper_gpu()
+    x = torch.randn(1, 1, 70000, 8, device="cuda")
+    cos, sin = torch.ones(1, 4, device="cuda"), torch.zeros(1, 4, device="cuda")
+    with pytest.raises(ValueError, match=r"grid \[1, 70000, 1\] passes CUDA's limits"):
+        import tiles
+        tiles.rotary(x, cos, sin, backend="hopper")
