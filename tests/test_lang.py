@@ -235,3 +235,102 @@ def test_torch_compile_traces_the_custom_ops():
     assert torch.allclose(got, f(q, k))
     got.backward()
     assert q.grad is not None and torch.isfinite(q.grad).all()
+
+
+def test_runtime_scalar_compared_to_a_number_has_no_value():
+    def bad(k, Y):
+        k.grid(2)
+        v = k.vec(1, tiles.f32)
+        if k.program_id(0) == 0:  # would pick one branch for every program at trace time
+            tiles.fill(v, 1.0)
+        tiles.store(Y[:], v)
+
+    with pytest.raises(TypeError, match="no truth value"):
+        tiles.kernel(bad).trace(torch.zeros(2))
+    p = ir.Sym("p", "pid")
+    assert p == p and p != ir.Sym("q", "pid") and p in [ir.Sym("q", "pid"), p]  # identity, as the IR's lookups need
+
+
+def test_integer_division_is_c_division():
+    """// % and cdiv on run-time integers mean what the generated C computes: truncation toward zero
+    (Python's floor differs for negative operands), cdiv as (a + b - 1) / b."""
+    a, b = ir.Sym("a", "dim"), ir.Sym("b", "dim")
+    for x, y in ((7, 2), (-7, 2), (7, -2), (-1, 4), (-129, 128), (0, 5)):
+        env = {"a": x, "b": y}
+        q = int(x / y)  # C: truncated
+        assert ir.evaluate(a // b, env) == q and ir.evaluate(a % b, env) == x - y * q
+        assert ir.evaluate(ir.cdiv(a, b), env) == int((x + y - 1) / y) == ir.cdiv(x, y)
+    with pytest.raises(TypeError, match="integer run-time scalars"):
+        ir.Sym("s", "arg", True) // 2
+
+
+def test_max_and_min_skip_nan_as_fmaxf_does():
+    @tiles.kernel
+    def red(k, X, M, E):
+        k.grid(1)
+        x = k.reg(4, 4, tiles.f32)
+        m = k.vec(4, tiles.f32)
+        tiles.load(x, X[:, :])
+        tiles.row_max(m, x)
+        tiles.store(M[:], m)
+        tiles.max(x, x, 0.0)
+        tiles.store(E[:, :], x)
+
+    x = torch.arange(16.0).view(4, 4) - 8
+    x[0, 1] = float("nan")
+    x[2] = float("nan")  # a row of NaN only: NaN
+    m, e = torch.zeros(4), torch.zeros(4, 4)
+    backends.get("interp").launch(red, x, m, e)
+    assert m[0] == 3 - 8 and m[1] == 7 - 8 and torch.isnan(m[2]) and m[3] == 15 - 8
+    assert e[0, 1] == 0 and not torch.isnan(e).any()
+
+
+@pytest.mark.parametrize("case", ["float grid", "float offset", "negative index", "nan constant", "load_async dtype",
+                                  "shared load offset", "wait in another loop", "wait after the loop"])
+def test_trace_time_refusals(case):
+    def body(k, X, Y):
+        k.grid(X.shape[0] / 4 if case == "float grid" else 1)
+        s = k.shared(4, 4, X.dtype)
+        t = k.reg(4, 4, tiles.f32)
+        if case == "float offset":
+            tiles.load(t, X[:, :], row=X.shape[0] / 2)
+        if case == "negative index":
+            tiles.load(k.vec(4, tiles.f32), X[-1, :])
+        if case == "nan constant":
+            tiles.fill(t, float("nan"))
+        if case == "load_async dtype":
+            tiles.wait(tiles.load_async(k.shared(4, 4, tiles.f16), X[:, :]))
+        if case == "shared load offset":
+            tiles.wait(tiles.load_async(s, X[:, :]))
+            tiles.load(t, s, row=2)
+        if case == "wait in another loop":
+            tok = tiles.load_async(s, X[:, :])
+            for _ in k.range(3):
+                tiles.wait(tok)
+        if case == "wait after the loop":
+            for _ in k.range(0):
+                tok = tiles.load_async(s, X[:, :])
+            tiles.wait(tok)
+        tiles.store(Y[:, :], t)
+
+    with pytest.raises((TileError, TypeError, ValueError)) as e:
+        tiles.kernel(body).trace(torch.zeros(4, 4), torch.zeros(4, 4))
+    want = {"float grid": "takes an integer", "float offset": "takes an integer", "negative index": "negative index",
+            "nan constant": "NaN constant", "load_async dtype": "moves bytes", "shared load offset": "read whole",
+            "wait in another loop": "issued in another loop", "wait after the loop": "issued in another loop"}[case]
+    assert want in str(e.value)
+
+
+def test_tile_names_stay_unique():
+    def body(k, Y):
+        k.grid(1)
+        t = k.reg(4, 4, tiles.f32)
+        t = k.reg(4, 4, tiles.f32)  # the second t becomes t1 ...
+        t1 = k.reg(4, 4, tiles.f32)  # ... so this one must not
+        for x in (t, t1):
+            tiles.fill(x, 1.0)
+        tiles.store(Y[:, :], t1)
+
+    k = tiles.kernel(body).trace(torch.zeros(4, 4))
+    names = [x.name for x in k.tiles]
+    assert len(names) == len(set(names)), names

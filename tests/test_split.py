@@ -111,3 +111,19 @@ def test_lse_merge_rejects_bad_declarations():
     for bad, msg in (("dtype", "must be float32"), ("same", "different tensors"), ("notensor", "tensor parameter")):
         with pytest.raises(Exception, match=msg):
             make(bad).trace(X, Y, L)
+
+
+def test_merge_leaves_out_a_part_that_saw_no_key_and_keeps_nan():
+    """A part with lse = +inf carries no weight whatever its out holds; a NaN lse keeps the row NaN (not
+    +inf, which would read as "saw no key" and zero the row's gradients)."""
+    import math
+
+    import torch
+
+    from tiles.core.split import merge_lse
+    out, lse = merge_lse(torch.tensor([[[1.0, 2.0]], [[float("nan"), math.inf]]]), torch.tensor([[0.5], [math.inf]]))
+    assert torch.equal(out, torch.tensor([[1.0, 2.0]])) and lse.item() == 0.5
+    out, lse = merge_lse(torch.tensor([[[1.0, 2.0]], [[3.0, 4.0]]]), torch.tensor([[0.5], [float("nan")]]))
+    assert torch.isnan(out).all() and torch.isnan(lse).all()
+    out, lse = merge_lse(torch.tensor([[[1.0, 2.0]], [[3.0, 4.0]]]), torch.tensor([[math.inf], [math.inf]]))
+    assert torch.equal(out, torch.zeros(1, 2)) and lse.item() == math.inf

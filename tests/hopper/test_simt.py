@@ -221,3 +221,22 @@ def test_grid_past_cuda_limits_is_refused_before_launch():
     with pytest.raises(ValueError, match=r"grid \[1, 70000, 1\] passes CUDA's limits"):
         import tiles
         tiles.rotary(x, cos, sin, backend="hopper")
+
+
+@needs_nvrtc
+def test_tensors_named_like_the_templates_own_names_compile():
+    """Tensors named L (the layout typedef), simt, scratch or pid0 are renamed in the C++ (L_, ...), as
+    keywords are, instead of hiding the template's names."""
+    @kernel(overlap=Pipelined(stages=1))
+    def clash(k, L, simt, scratch, pid0):
+        k.grid(1)
+        t = k.reg(16, 32, f32)
+        load(t, L[:, :])
+        store(simt[:, :], t)
+        store(scratch[:, :], t)
+        store(pid0[:, :], t)
+
+    x = torch.empty(16, 32, device="meta")
+    lo = lower_simt.SimtLowering(clash.trace(x, x, x, x)).lower()
+    assert "const float* __restrict__ L_" in lo.source and "float* simt_" in lo.source
+    runtime.compile_cuda(lo.source, name=lo.entry + ".cu", cache=False)  # raises CompileError if a name hides one

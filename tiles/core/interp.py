@@ -81,9 +81,10 @@ def _binop(fn):
     return lambda a, b: fn(a, b if isinstance(b, torch.Tensor) else torch.tensor(b, dtype=F32, device=a.device))
 
 
+# max and min are C's fmaxf / fminf, as every backend spells them: a NaN operand gives the other one
 BINARY = {
     "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
-    "max": _binop(torch.maximum), "min": _binop(torch.minimum),
+    "max": _binop(torch.fmax), "min": _binop(torch.fmin),
 }
 
 BROADCAST = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": _safe_div}
@@ -168,6 +169,13 @@ def _op_cast(op, env):
     env["tiles"][op.outs[0]] = env["tiles"][op.ins[0]].to(op.outs[0].dtype.torch)
 
 
+def _fmax_reduce(x, dim):
+    """A maximum that skips NaN, as a chain of fmaxf does: NaN only where every element is NaN."""
+    nan = torch.isnan(x)
+    m = torch.where(nan, torch.full_like(x, -math.inf), x).amax(dim)
+    return torch.where(nan.all(dim), torch.full_like(m, math.nan), m)
+
+
 def _op_reduce(fn):
     def run(op, env):
         d, src = op.outs[0], op.ins[0]
@@ -175,7 +183,7 @@ def _op_reduce(fn):
         dim = 1 if op.name.startswith("row") else 0
         r = fn(x, dim)
         if len(op.ins) > 1:
-            r = fn(torch.stack([r, env["tiles"][op.ins[1]].to(F32)]), 0)
+            r = fn(torch.stack([r, env["tiles"][op.ins[1]].to(F32)]), 0)  # the running value joins the reduction
         env["tiles"][d] = r.to(d.dtype.torch)
 
     return run
@@ -223,8 +231,8 @@ HANDLERS: dict[str, Callable] = {
     "load": _op_load, "load_async": _op_load_async, "wait": _op_wait, "store": _op_store,
     "store_shared": _op_store_shared, "store_add": _op_store_add,
     "mma": _op_mma, "fill": _op_fill, "cast": _op_cast,
-    "row_max": _op_reduce(lambda x, d: torch.amax(x, d)), "row_sum": _op_reduce(lambda x, d: torch.sum(x, d)),
-    "col_max": _op_reduce(lambda x, d: torch.amax(x, d)), "col_sum": _op_reduce(lambda x, d: torch.sum(x, d)),
+    "row_max": _op_reduce(_fmax_reduce), "row_sum": _op_reduce(lambda x, d: torch.sum(x, d)),
+    "col_max": _op_reduce(_fmax_reduce), "col_sum": _op_reduce(lambda x, d: torch.sum(x, d)),
     "mask_causal": _op_mask_causal, "mask_cols": _op_mask_cols, "mask_rows": _op_mask_rows,
     "fill_where": _op_fill_where,
 }

@@ -23,6 +23,8 @@ class Expr:
 
     def _bin(self, op, other, swap=False):
         other = as_expr(other)
+        if op in ("//", "%") and (self.is_float or other.is_float):
+            raise TypeError(f"'{op}' takes integer run-time scalars (a float one is divided with '/')")
         return Bin(op, other, self) if swap else Bin(op, self, other)
 
     __add__ = lambda s, o: s._bin("+", o)
@@ -36,6 +38,7 @@ class Expr:
     __truediv__ = lambda s, o: s._bin("/", o)
     __rtruediv__ = lambda s, o: s._bin("/", o, True)
     __mod__ = lambda s, o: s._bin("%", o)
+    __rmod__ = lambda s, o: s._bin("%", o, True)
 
     def __neg__(self):
         return Bin("-", Const(0), self)
@@ -49,6 +52,16 @@ class Expr:
         self.__bool__()
 
     __lt__ = __le__ = __gt__ = __ge__ = _no_compare
+
+    def __eq__(self, other):
+        # a run-time scalar against a number has no value at trace time (identity between expressions
+        # stays what == means, as the IR's own lookups need)
+        if isinstance(other, (int, float)) and not isinstance(other, bool):
+            self.__bool__()
+        return self is other
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
 
     def __hash__(self):
         return id(self)
@@ -93,6 +106,9 @@ def as_expr(x) -> Expr:
     if isinstance(x, bool):
         raise TypeError("booleans are constexpr values, not run-time scalars")
     if isinstance(x, (int, float)):
+        if x != x:
+            raise ValueError("a NaN constant: kernels hold no NaN literal (a row or element that should be NaN "
+                             "becomes one through its inputs)")
         return Const(x)
     raise TypeError(f"expected an int/float or a run-time scalar, got {type(x).__name__}")
 
@@ -117,24 +133,34 @@ def smax(a, b):
 
 def cdiv(a, b):
     if isinstance(a, int) and isinstance(b, int):
-        return -(-a // b)
+        return _EVAL["cdiv"](a, b)  # folded now by the rule the device's (a + b - 1) / b follows
     return Bin("cdiv", as_expr(a), as_expr(b))
 
 
-def _floordiv(a, b):
-    return a // b if b else 0
+def _cdiv_int(a, b):
+    """C's integer division: the quotient truncated toward zero (Python's // floors). The generated
+    code divides with C's /, so the reference does too; they differ only for negative operands."""
+    if not b:
+        return 0
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def _cmod_int(a, b):
+    """C's %: the remainder takes the dividend's sign (a == b * (a / b) + a % b)."""
+    return a - b * _cdiv_int(a, b) if b else 0
 
 
 _EVAL = {
     "+": lambda a, b: a + b,
     "-": lambda a, b: a - b,
     "*": lambda a, b: a * b,
-    "//": _floordiv,
+    "//": _cdiv_int,
     "/": lambda a, b: a / b,
-    "%": lambda a, b: a % b if b else 0,
+    "%": _cmod_int,
     "min": min,
     "max": max,
-    "cdiv": lambda a, b: -(-a // b) if b else 0,
+    "cdiv": lambda a, b: _cdiv_int(a + b - 1, b),  # (a + b - 1) / b, as the headers spell it
 }
 
 

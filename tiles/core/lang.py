@@ -66,8 +66,9 @@ class Builder:
         self.blocks: list[list] = [[]]
         self._grid = None
         self._names: dict[str, int] = {}
+        self._taken: set[str] = set()
         self._tokens = 0
-        self._pending: dict[str, Op] = {}  # token -> its load_async, until waited on
+        self._pending: dict[str, tuple] = {}  # token -> (its load_async, the block it was issued in), until waited on
         self._loops = 0
         self._has_pipeline = False
 
@@ -75,8 +76,13 @@ class Builder:
     # generated code read like the kernel source.
     def _fresh(self, hint: str) -> str:
         n = self._names.get(hint, 0)
+        name = hint if n == 0 else f"{hint}{n}"
+        while name in self._taken:  # e.g. a second `t` became t1 before a variable named t1 was declared
+            n += 1
+            name = f"{hint}{n}"
         self._names[hint] = n + 1
-        return hint if n == 0 else f"{hint}{n}"
+        self._taken.add(name)
+        return name
 
     def _name_from_source(self, default: str) -> str:
         loc = _caller_loc()
@@ -121,7 +127,7 @@ class Builder:
     def grid(self, x, y=1, z=1):
         if self._grid is not None:
             fail("k.grid", "the grid is already set")
-        self._grid = tuple(as_expr(v) for v in (x, y, z))
+        self._grid = tuple(_int_expr("grid", v) for v in (x, y, z))
 
     def program_id(self, axis: int) -> Sym:
         if axis not in (0, 1, 2):
@@ -146,7 +152,7 @@ class Builder:
         if stop is None:
             start, stop = 0, start
         idx = Sym(self._fresh("i" if not pipelined else "kb"), "loop")
-        loop = Loop(idx, as_expr(start), as_expr(stop), [], pipelined, _caller_loc(), merge)
+        loop = Loop(idx, _int_expr("range", start), _int_expr("range", stop), [], pipelined, _caller_loc(), merge)
         self.emit(loop)
         self.blocks.append(loop.body)
         try:
@@ -219,7 +225,10 @@ class GlobalArg:
                     fail("index", "only ':' slices are supported; offsets go in row=/col= of load/store")
                 index.append(None)
             else:
-                index.append(as_expr(x))
+                if isinstance(x, int) and not isinstance(x, bool) and x < 0:
+                    fail("index", f"{self.param.name}[{x}]: a negative index is not counted from the end here; "
+                                  "index with the size (e.g. X.shape[0] - 1)")
+                index.append(_int_expr("index", x))
         v = View(self.param, tuple(index))
         if v.rank not in (1, 2):
             fail("index", f"a window keeps 1 or 2 axes, {self.param.name}{list(idx)} keeps {v.rank}")
@@ -239,6 +248,14 @@ def _check_tile(op, x, kinds=("reg", "vec")):
 def _same_shape(op, a: Tile, b: Tile):
     if a.shape != b.shape or (a.kind == "vec") != (b.kind == "vec") or a.axis != b.axis:
         fail(op, f"shape mismatch: {a.name} is {a.type_str()}, {b.name} is {b.type_str()}")
+
+
+def _int_expr(what: str, x) -> Expr:
+    """x as an integer run-time scalar: grid sizes, loop bounds, offsets and indices count elements."""
+    e = as_expr(x)
+    if e.is_float:
+        fail(what, f"takes an integer, got a float scalar ({ir.render(e)}); divide sizes with // or k.cdiv")
+    return e
 
 
 def _record(name, outs, ins, **attrs):
@@ -270,7 +287,7 @@ def _window(op, v, dst: Tile, row, col):
             fail(op, "a 1-D window takes row= only")
     elif v.rank != 2:
         fail(op, f"a tile moves through a 2-D window; {v.text()} keeps {v.rank} axes")
-    return as_expr(row if row is not None else 0), as_expr(col if col is not None else 0)
+    return _int_expr(op, row if row is not None else 0), _int_expr(op, col if col is not None else 0)
 
 
 def load(dst: Tile, src, row=None, col=None):
@@ -280,6 +297,8 @@ def load(dst: Tile, src, row=None, col=None):
         _check_tile("load", src, ("shared",))
         if dst.shape != src.shape:
             fail("load", f"shape mismatch: {dst.name} {dst.shape} vs {src.name} {src.shape}")
+        if row is not None or col is not None:
+            fail("load", f"a shared tile is read whole: row= / col= apply to global windows, not to {src.name}")
         _record("load", [dst], [src])
         return
     r, c = _window("load", src, dst, row, col)
@@ -289,13 +308,16 @@ def load(dst: Tile, src, row=None, col=None):
 def load_async(dst: Tile, src: View, row=None, col=None) -> str:
     """Start dst(shared) <- src(global); returns a token for `wait`. Out-of-range reads 0."""
     _check_tile("load_async", dst, ("shared",))
+    if isinstance(src, View) and src.param.dtype != dst.dtype:
+        fail("load_async", f"an async copy moves bytes: {dst.name} is {dst.dtype}, {src.param.name} is "
+                           f"{src.param.dtype}; load into a tile of the tensor's dtype, then cast")
     r, c = _window("load_async", src, dst, row, col)
     b = current()
     token = f"t{b._tokens}"
     b._tokens += 1
     op = Op("load_async", [dst], [src], {"row": r, "col": c, "token": token}, _caller_loc())
     b.emit(op)
-    b._pending[token] = op
+    b._pending[token] = (op, b.blocks[-1])
     return token
 
 
@@ -305,6 +327,9 @@ def wait(*tokens):
     for t in tokens:
         if t not in b._pending:
             fail("wait", f"{t!r} is not an outstanding load_async token")
+        if b._pending[t][1] is not b.blocks[-1]:
+            fail("wait", f"{t!r} was issued in another loop body (or outside this one): a load_async is waited "
+                         "for in the block that issued it")
         del b._pending[t]
     _record("wait", [], [], tokens=tuple(tokens))
 

@@ -18,21 +18,24 @@ def part_range(start: int, stop: int, part: int, parts: int):
 def merge_lse(outs, lses):
     """Merge R parts: outs (R, rows, ...) each normalized by its own sum, lses (R, rows) natural-log
     sums of exponentials (+inf: the part saw no key). Returns (out, lse) in float32: the weighted
-    sum out = Σ exp(lse_i − lse) out_i and lse = log Σ exp(lse_i); a row no part saw gives out = 0
-    and lse = +inf, the convention of a whole row that sees no key."""
+    sum out = Σ exp(lse_i − lse) out_i and lse = log Σ exp(lse_i). A part that saw no key is left
+    out (whatever its out holds); a row no part saw gives out = 0 and lse = +inf, the convention of
+    a whole row that sees no key; a NaN lse keeps the row NaN (out and lse), as an unsplit row's
+    would be. The device merge (tiles/split.h) computes the same, in the same order of terms."""
     import torch
     outs, lses = outs.float(), lses.float()
     live = lses != math.inf
     masked = torch.where(live, lses, torch.full_like(lses, -math.inf))
-    top = masked.amax(0)
+    top = torch.where(torch.isnan(masked), torch.full_like(masked, -math.inf), masked).amax(0)  # fmaxf skips NaN
     safe = torch.where(torch.isfinite(top), top, torch.zeros_like(top))
     w = torch.where(live, torch.exp(masked - safe), torch.zeros_like(masked))
     total = w.sum(0)
-    c = torch.where(total > 0, w / total.clamp_min(torch.finfo(torch.float32).tiny), torch.zeros_like(w))
-    c = c.reshape(c.shape + (1,) * (outs.dim() - lses.dim()))
-    out = (c * outs).sum(0)
+    shape = w.shape + (1,) * (outs.dim() - lses.dim())
+    acc = torch.where(live.reshape(shape), w.reshape(shape) * outs, torch.zeros_like(outs)).sum(0)
+    q = torch.where(total > 0, 1.0 / total.clamp_min(torch.finfo(torch.float32).tiny), torch.zeros_like(total))
+    out = acc * q.reshape(q.shape + (1,) * (acc.dim() - q.dim()))
     lse = torch.where(total > 0, safe + torch.log(total.clamp_min(torch.finfo(torch.float32).tiny)),
-                      torch.full_like(total, math.inf))
+                      torch.where(total == 0, torch.full_like(total, math.inf), torch.full_like(total, math.nan)))
     return out, lse
 
 

@@ -118,6 +118,7 @@ class SimtLowering(Lowering):
         self.options = options
         self.TR, self.TC = options.get("layout") or choose_layout(kernel.tiles, self.ELEMS)
         self.written = {op.ins[1].param.name for op in self._ops() if op.name == "store"}
+        self.pnames = self._param_names()
         self.names = self._tile_names()
         self.scratch = 0  # floats of shared memory the reductions need (the largest one)
 
@@ -125,8 +126,21 @@ class SimtLowering(Lowering):
     def _ops(self):
         return [n for n in self.k.walk() if isinstance(n, Op)]
 
+    def _param_names(self) -> dict:
+        """C++ name of each tensor: its own, with '_' appended where it would hide a keyword or a name the
+        template declares (a tensor `L` beside the layout typedef L)."""
+        taken = set(CXX_RESERVED) | {s.name for s in self.k.scalars}
+        out = {}
+        for p in self.k.params:
+            name = p.name
+            while name in taken:
+                name += "_"
+            taken.add(name)
+            out[p.name] = name
+        return out
+
     def _tile_names(self) -> dict:
-        taken = set(CXX_RESERVED) | {p.name for p in self.k.params} | {s.name for s in self.k.scalars}
+        taken = set(CXX_RESERVED) | set(self.pnames.values()) | {s.name for s in self.k.scalars}
         for p in self.k.params:
             taken |= {self.sym_name(d) for d in p.dims} | {self.sym_name(s) for s in p.strides}
         taken |= {self.sym_name(n.index) for n in self.k.walk() if isinstance(n, Loop)}
@@ -176,7 +190,7 @@ class SimtLowering(Lowering):
             if e != "0":
                 offs.append(f"{e if _simple(e) else f'({e})'} * {n(p.strides[axis])}")
             ok.append(f"simt::in_range({e}, {n(p.dims[axis])})")
-        ptr = " + ".join([p.name] + offs)
+        ptr = " + ".join([self.pnames[p.name]] + offs)
         ok_text = " && ".join(ok) or "true"
         T = ("" if p.name in self.written else "const ") + CTYPE[p.dtype.name]
         k = v.kept
@@ -306,7 +320,8 @@ class SimtLowering(Lowering):
         out = []
         for p in self.k.params:
             T = CTYPE[p.dtype.name]
-            out.append(f"{T}* {p.name}" if p.name in self.written else f"const {T}* __restrict__ {p.name}")
+            name = self.pnames[p.name]
+            out.append(f"{T}* {name}" if p.name in self.written else f"const {T}* __restrict__ {name}")
         for p in self.k.params:
             out += [f"int {n(d)}" for d in p.dims] + [f"long long {n(s)}" for s in p.strides]
         out += [f"float {n(s)}" for s in self.k.scalars]

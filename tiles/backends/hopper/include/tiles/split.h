@@ -27,7 +27,8 @@ __device__ __forceinline__ void split_range(int& begin, int& end, int part, int 
 
 // One row of a split tile, by one warp: out[c] = Σ_p exp(lse_p − lse) o_p[c], lse = log Σ_p exp(lse_p),
 // over `parts` parts at part_o + p·o_step and part_lse + p·lse_step. A part with lse = +inf saw no
-// key and carries no weight; a row no part saw keeps the whole kernel's convention: out 0, lse +inf.
+// key and carries no weight; a row no part saw keeps the whole kernel's convention: out 0, lse +inf;
+// a NaN lse leaves the row NaN. tiles/core/split.py's merge_lse is the reference.
 template <int C, typename U>
 __device__ __forceinline__ void merge_parts(U* out, int ncols, float* lse, const float* part_o, long long o_step,
                                             const float* part_lse, int lse_step, int parts) {
@@ -67,7 +68,8 @@ __device__ __forceinline__ void merge_parts(U* out, int ncols, float* lse, const
       if (c + 1 < ncols) out[c + 1] = arch::from_float<U>(x.y);
     }
   }
-  if (lane == 0) *lse = total > 0.f ? top + logf(total) : inf;
+  // total is NaN where a part's lse was: the row stays NaN, as an unsplit row's would, not "saw no key"
+  if (lane == 0) *lse = total > 0.f ? top + logf(total) : (total == 0.f ? inf : total);
 }
 
 }  // namespace tiles
