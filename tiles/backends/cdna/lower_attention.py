@@ -1255,12 +1255,13 @@ class CDNAAttentionBwdDkdvLowering(CDNAAttentionBwdDqLowering):
             nm = "gL" if v.param is L else "gDelta"
             self.viewname[id(v)] = nm
             loop_views.append(f"const gview<4> {nm} = {self.view(v, 4)};  // {v.text()}")
-        nxt = {gi: "g_next"}
+        gn, qn = self.sym_name(gloop.index) + "_next", self.sym_name(loop.index) + "_next"
+        nxt = {gi: gn}
         for nm, n in (("gQ_next", g["lq"]), ("gdO_next", g["ldo"])):
             v = n.ins[0]
             next_views.append(self._with(nxt, lambda: f"const gview<2> {nm} = {self.view(v, 2)};  // {v.text()}, next tile"))
-        row_q = self._with({qi: "i_next"}, lambda: self.expr(g["lq"].attrs["row"]))
-        row_do = self._with({qi: "i_next"}, lambda: self.expr(g["ldo"].attrs["row"]))
+        row_q = self._with({qi: qn}, lambda: self.expr(g["lq"].attrs["row"]))
+        row_do = self._with({qi: qn}, lambda: self.expr(g["ldo"].attrs["row"]))
         args = self.launch_args()
         arg_decls = self.arg_decls(
             args, lambda x: "const float" if x is L or x is Delta else "float" if (x in (dK, dV) and dK.dtype.name == "f32")

@@ -981,7 +981,8 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
         self.wait_for(tiles_of(self.deferred), pending, [], pad)  # (never: checked in lower())
         call, g = self.mma_line(self.deferred, "held")
         pending.append(g)
-        return [f"{pad}// {ir.format_op(self.deferred)}  [{which}: issued late so it runs under the softmax]",
+        why = "issued late so it runs under the softmax" if which == "the previous iteration's" else "issued after the loop"
+        return [f"{pad}// {ir.format_op(self.deferred)}  [{which}: {why}]",
                 f"{pad}if (held >= 0) {call}" if guard else pad + call,
                 f"{pad}mma_commit();"]
 
@@ -1240,7 +1241,7 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
             k.params[0].dtype.name, self.stages, self.consumers, "".join(t for t, on in tags if on))
         ctx = dict(name=name, ir_text=k.text(), ir_name=k.name, pattern=k.pattern.describe(), BM=BM,
                    WG_ROWS=self.WG_ROWS, consumers=self.consumers, stages=self.stages, pingpong=self.pingpong,
-                   interleave=self.interleave,
+                   interleave=self.interleave, declared_stages=k.pattern.stages,
                    n_once=max(1, len(self.once)), shared=shared, sig=sig, decls=decls, producer=producer, reducer=reducer,
                    whole_tile_stores=self.options.get("whole_tile_stores", False), wide_stores=self.wide_stores,
                    stmatrix=bool(self.options.get("stmatrix", True)), smem_bytes=self.smem_bytes,
