@@ -767,6 +767,7 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
                 note = ("  [the maximum before the scale, scaled once a row]" if n.name == "row_max"
                         else "  [with the mul above and the exp2 below: one FFMA and one EX2 an element]")
             lines.append(f"{pad}// {ir.format_op(n)}{note}")
+            ci = len(lines) - 1  # the op's comment: moved down past the waits its operands need, onto its own line
             if n.name == "wait":
                 kind, _ = self.tokens[n.attrs["tokens"][0]]
                 if kind == "ring":  # one barrier per stage covers every load of the iteration
@@ -810,10 +811,12 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
                 continue
             if n.name == "store" and self.split is not None and id(n) in self.split["stores"]:
                 self.wait_for(tiles_of(n), pending, lines, pad)
+                lines.append(lines.pop(ci))
                 lines += self.split_store(n, pad)
                 continue
             if n.name == "mma":
                 self.wait_for(tiles_of(n), pending, lines, pad)
+                lines.append(lines.pop(ci))
                 call, g = self.mma_line(n)
                 if self.pingpong and n is self.turn_sync:
                     lines.append(f"{pad}arch::bar_sync(1 + cw, 256);  // my turn on the tensor cores")
@@ -830,6 +833,7 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
                     lines.append(f"{pad}}}")
                 continue
             self.wait_for(tiles_of(n), pending, lines, pad)
+            lines.append(lines.pop(ci))
             lines.append(pad + (self.folded_line(n, fold[1]) if fold is not None else self.op_line(n)))
         return lines
 
