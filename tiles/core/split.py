@@ -21,7 +21,7 @@ def merge_lse(outs, lses):
     sum out = Σ exp(lse_i − lse) out_i and lse = log Σ exp(lse_i). A part that saw no key is left
     out (whatever its out holds); a row no part saw gives out = 0 and lse = +inf, the convention of
     a whole row that sees no key; a NaN lse keeps the row NaN (out and lse), as an unsplit row's
-    would be. The device merge (tiles/split.h) computes the same, in the same order of terms."""
+    would be. The device merge (tiles/split.h) follows the same rule."""
     import torch
     outs, lses = outs.float(), lses.float()
     live = lses != math.inf
