@@ -916,7 +916,7 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
         """A warpgroup's TMA write from its staging tile: `write` fills the tile (after the thread that
         issues waited for its last `what` to have read it), `issue` starts the copy, in a bulk group."""
         return [f"{pad}if (wg_thread() == 0) arch::tma_store_wait_read<0>();  // the last {what} has read the staging tile",
-                f"{pad}arch::bar_sync(4 + cw, 128);",
+                f"{pad}arch::bar_sync(4 + cw, 128);  // named barrier 4 + cw: this warpgroup's 128 threads (1, 2: the turns)",
                 pad + write,
                 f"{pad}arch::fence_proxy_async();  // generic-proxy stores, visible to the TMA unit",
                 f"{pad}arch::bar_sync(4 + cw, 128);",
@@ -1240,12 +1240,20 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
                 ("rs", bool(self.ring_stores)),
                 ("nsm", not self.options.get("stmatrix", True)), ("vt", bool(self.vec_tma)),
                 ("st", self.split is not None)]
+        meaning = {"ra": "resident A operands", "pp": "PingPong turns", "rot": "rotated loop", "h": "hoisted mma",
+                   "np": "one CTA a program", "f": "scale folded into the exponent", "qs": "quad row sums",
+                   "w": "L2 windows", "t": "tree maximum", "pf": "vectors prefetched", "d2": "two dS copies",
+                   "r": "reducer warp", "ws": "whole-tile stores", "pl": "first iteration peeled",
+                   "ts": "TMA store", "rs": "ring_store", "nsm": "no stmatrix", "vt": "vectors by TMA",
+                   "st": "split tail"}
+        legend = [f"s{self.stages} {self.stages} stages", f"c{self.consumers} {self.consumers} consumer warpgroups"]
+        legend += [f"{t} {meaning.get(t, f'{self.wide_stores} pairs a store')}" for t, on in tags if on]
         name = "tiles_{}_hopper_{}_{}_s{}c{}{}".format(
             k.name, "_".join(f"{a}{int(v) if isinstance(v, bool) else v}" for a, v in k.constexprs.items()),
             k.params[0].dtype.name, self.stages, self.consumers, "".join(t for t, on in tags if on))
         ctx = dict(name=name, ir_text=k.text(), ir_name=k.name, pattern=k.pattern.describe(), BM=BM,
                    WG_ROWS=self.WG_ROWS, consumers=self.consumers, stages=self.stages, pingpong=self.pingpong,
-                   interleave=self.interleave, declared_stages=k.pattern.stages,
+                   interleave=self.interleave, declared_stages=k.pattern.stages, legend=", ".join(legend),
                    n_once=max(1, len(self.once)), shared=shared, sig=sig, decls=decls, producer=producer, reducer=reducer,
                    whole_tile_stores=self.options.get("whole_tile_stores", False), wide_stores=self.wide_stores,
                    stmatrix=bool(self.options.get("stmatrix", True)), smem_bytes=self.smem_bytes,
