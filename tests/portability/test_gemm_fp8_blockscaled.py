@@ -19,7 +19,9 @@ def _format(name):
             if check is not None:
                 check("a", dt)
             return dt
-        except TypeError:
+        except TypeError as e:  # the backend's "takes the other format" refusal, and nothing else
+            if "a has dtype" not in str(e):
+                raise
             continue
     pytest.skip(f"backend {name} takes neither 8-bit e4m3 format")
 
