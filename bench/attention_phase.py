@@ -316,7 +316,7 @@ def launcher(q, k, v, o, lse, T):
     """go(): the prototype on these tensors, items of T 128-row tile pairs on a grid of one CTA an SM."""
     import torch
     from tiles.backends.hopper import runtime
-    from tiles.backends.hopper.lower_attention import _rank4
+    from tiles.backends.hopper.attention_launch import rank4 as _rank4
     B, S, H, D = q.shape
     assert D == 128 and S % 256 == 0 and k.shape == q.shape, "the prototype's shapes"
     kern = runtime.load(compiled().cubin, "phase_fwd")

@@ -31,6 +31,8 @@ def test_first_eager_call_does_not_import_dynamo():
 def test_direct_only_where_the_custom_op_cannot_differ():
     x = torch.zeros(2, 2)
     assert api._direct(x, x)
+    with torch.no_grad():  # an nn.Module's weights (nn.LayerNorm's) are Parameters
+        assert api._direct(x, torch.nn.Parameter(torch.zeros(2)))
     assert not api._direct(x, torch.zeros(2, 2, requires_grad=True))
     with torch.no_grad():
         assert api._direct(torch.zeros(2, 2, requires_grad=True))
@@ -84,6 +86,10 @@ def _opcheck_cases():
                                        r(40, dt=torch.float32).requires_grad_(), 1e-5, "interp")),
         "rotary": (api._rotary, (r(1, 12, 2, 16, dt=torch.float32).requires_grad_(), r(12, 8, dt=torch.float32),
                                  r(12, 8, dt=torch.float32).requires_grad_(), "interp")),
+        # a (B, H, S, D) tensor's transposed view, RoPE's usual layout: the fake output is contiguous too
+        "rotary_bhsd": (api._rotary, (r(1, 2, 12, 16, dt=torch.float32).transpose(1, 2), r(12, 8, dt=torch.float32),
+                                      r(12, 8, dt=torch.float32), "interp")),
+        "attention_fwd_bhsd": (api._attention_fwd, (r(1, 4, 40, 64).transpose(1, 2), k, v, True, 0.125, "interp")),
     }
 
 

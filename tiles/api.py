@@ -29,7 +29,7 @@ def _direct(*tensors) -> bool:
     dispatch, whose first call in a process imports torch._dynamo (about 3 s). Only where the two cannot
     differ: plain tensors, nothing to differentiate, no torch.compile trace and no functorch transform
     running; there the custom op is what makes tiles compose."""
-    if any(type(t) is not torch.Tensor for t in tensors):
+    if any(type(t) not in (torch.Tensor, torch.nn.Parameter) for t in tensors):
         return False
     if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
         return False
@@ -72,7 +72,7 @@ _attention_fwd = torch.library.custom_op("tiles::attention_fwd", _attention_fwd_
 @_attention_fwd.register_fake
 def _(q, k, v, causal, scale, backend):
     B, Sq, H, D = q.shape
-    return torch.empty_like(q), q.new_empty((B, H, Sq), dtype=torch.float32)
+    return q.new_empty(q.shape), q.new_empty((B, H, Sq), dtype=torch.float32)  # contiguous, as the real op's
 
 
 def _attention_bwd_impl(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor,
@@ -109,7 +109,7 @@ _attention_bwd = torch.library.custom_op("tiles::attention_bwd", _attention_bwd_
 
 @_attention_bwd.register_fake
 def _(do, q, k, v, out, lse, dlse, causal, scale, backend):
-    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
 
 
 def _attn_setup(ctx, inputs, output):
@@ -360,7 +360,7 @@ _layernorm = torch.library.custom_op("tiles::layernorm", _layernorm_impl, mutate
 
 @_layernorm.register_fake
 def _(x, weight, bias, eps, backend):
-    return torch.empty_like(x)
+    return x.new_empty(x.shape)
 
 
 def _layernorm_setup(ctx, inputs, output):
@@ -414,7 +414,7 @@ _rotary = torch.library.custom_op("tiles::rotary", _rotary_impl, mutates_args=()
 
 @_rotary.register_fake
 def _(x, cos, sin, backend):
-    return torch.empty_like(x)
+    return x.new_empty(x.shape)  # contiguous, as the real op's output (a permuted x keeps its strides in empty_like)
 
 
 def _rotary_setup(ctx, inputs, output):

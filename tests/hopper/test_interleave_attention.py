@@ -101,3 +101,19 @@ def test_against_float64_and_the_pingpong_kernel(shape):
     check_attention_fwd(o, lse, q, k, v, causal, D ** -0.5)
     o0, lse0 = _run(attention_fwd, q, k, v, causal, pingpong=False)
     assert torch.equal(o, o0) and torch.equal(lse.nan_to_num(), lse0.nan_to_num())
+
+
+@pytest.mark.parametrize("D", [64, 128])
+@pytest.mark.parametrize("causal", [False, True])
+def test_every_launch_schedule_lowers(D, causal):
+    """What launch() takes for an Interleave declaration: the PingPong kernel's schedule at each length,
+    less the turns and ring_store (which hands its stage over in the turns)."""
+    from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
+    for S in (512, 2048, 4096, 16384):
+        q = torch.empty(1, S, 4, D, dtype=torch.bfloat16)
+        opts = W.schedule("attention_fwd", D, (q, q, q, q, torch.empty(1, 4, S)), causal) or {}
+        opts = {k: v for k, v in opts.items() if k not in ("pingpong", "ring_store")}
+        kv = _meta(1, S, 4, D)
+        cfg = W.config("attention_fwd", D=D, causal=causal, Sq=S)
+        k = interleaved.trace(kv, kv, kv, kv, _meta(1, 4, S, dtype=torch.float32), D ** -0.5, causal=causal, D=D, **cfg)
+        assert "take turns" not in W(k, **opts).lower().source

@@ -12,6 +12,7 @@ from typing import Dict, Optional
 from tiles.core import ir, split
 from tiles.core.backend import LaunchCache, call_signature
 from tiles.core.lowering import Lowered
+from tiles.core.patterns import Interleave
 
 from . import runtime
 
@@ -336,6 +337,9 @@ class AttentionLaunch:
     def launch(cls, backend, kfn, *args, **kwargs):
         if kwargs.get("options") is None:
             kwargs["options"] = cls.schedule(kfn.name, kwargs.get("D"), args, bool(kwargs.get("causal")))
+            if isinstance(kfn.overlap, Interleave) and kwargs["options"]:  # the schedules are the PingPong kernels':
+                # an Interleave declaration takes no turns, nor ring_store (which hands stages over in them)
+                kwargs["options"] = {k: v for k, v in kwargs["options"].items() if k not in ("pingpong", "ring_store")}
         go = cls.prepare(kfn, *args, **kwargs)
         if go is not None:
             go()

@@ -105,8 +105,9 @@ template <class L, int N, dt D> TILES_DEV rc_t where(const rowvec<L, N, D>& t, i
 template <class L, int N, dt D> TILES_DEV rc_t where(const colvec<L, N, D>& t, int k) { return rc_t{t.index(k), 0}; }
 
 // ------------------------------------------------------------------ element-wise
-TILES_DEV float max_(float x, float y) { return (x > y || x != x) ? x : y; }  // NaN propagates (torch.maximum)
-TILES_DEV float min_(float x, float y) { return (x < y || x != x) ? x : y; }
+// fmaxf / fminf: a NaN operand gives the other one, as on every backend and in the interpreter
+TILES_DEV float max_(float x, float y) { return __builtin_fmaxf(x, y); }
+TILES_DEV float min_(float x, float y) { return __builtin_fminf(x, y); }
 TILES_DEV float safe_div(float x, float y) { return y == 0.0f ? 0.0f : x / y; }  // x / 0 -> 0 (div_row/div_col)
 
 template <class TD, class TS, class F>
