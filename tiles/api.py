@@ -245,12 +245,6 @@ def _row_aligned(t: torch.Tensor) -> torch.Tensor:
     return padded[:, : t.shape[1]]
 
 
-def _kmajor(b: torch.Tensor) -> bool:
-    """Whether b (K, N) is stored K-contiguous with 16-byte aligned columns: a (N, K) weight seen as .t()."""
-    return (b.dim() == 2 and b.shape[0] > 1 and b.stride(0) == 1 and b.stride(1) != 1
-            and (b.stride(1) * b.element_size()) % validate.ALIGN_BYTES == 0)
-
-
 def gemm(a, b, out_dtype: Optional[torch.dtype] = None, backend: Optional[str] = None):
     """C = a @ b for a (M, K) and b (K, N), bf16 or fp16, accumulated in f32; C in `out_dtype`
     (default a's dtype; bf16, fp16 or f32). Any M, N, K, and any strides: an operand a backend cannot
@@ -260,7 +254,7 @@ def gemm(a, b, out_dtype: Optional[torch.dtype] = None, backend: Optional[str] =
     a, b, out_dtype, device = validate.gemm(a, b, out_dtype)
     be = backends.resolve(backend, device, ("gemm",))
     a = _row_aligned(a if a.stride(-1) == 1 or a.shape[-1] <= 1 else a.contiguous())
-    if not (be.gemm_b_kmajor and _kmajor(b)):
+    if not (be.gemm_b_kmajor and validate.kmajor(b)):
         b = _row_aligned(b if b.stride(-1) == 1 or b.shape[-1] <= 1 else b.contiguous())
     validate.index_range("a", a, be.max_index)
     validate.index_range("b", b, be.max_index)

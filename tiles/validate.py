@@ -107,6 +107,12 @@ def aligned(name: str, t: torch.Tensor) -> None:
         )
 
 
+def kmajor(b: torch.Tensor) -> bool:
+    """Whether b (K, N) is stored K-contiguous with 16-byte aligned columns: a (N, K) weight seen as .t()."""
+    return (b.dim() == 2 and b.shape[0] > 1 and b.stride(0) == 1 and b.stride(1) != 1
+            and (b.stride(1) * b.element_size()) % ALIGN_BYTES == 0)
+
+
 def stride_aligned(t: torch.Tensor) -> bool:
     return all(t.shape[i] <= 1 or (s * t.element_size()) % ALIGN_BYTES == 0 for i, s in enumerate(t.stride()[:-1]))
 

@@ -11,6 +11,7 @@ from typing import Optional
 import torch
 
 from tiles.core.backend import Backend, BackendUnavailable, LaunchCache, call_signature
+from tiles import validate
 from tiles.core.lowering import LoweringError
 
 from . import gemm_probe, runtime
@@ -150,7 +151,7 @@ class HopperBackend(Backend):
             return
         # launch-time choices the IR cannot see: the TMA-store epilogue needs C's rows 16-byte aligned;
         # a B stored K-contiguous (w.t() of an (N, K) weight) is read by the template's K-major form
-        kmajor = self.gemm_b_kmajor and B.dim() == 2 and B.shape[0] > 1 and B.stride(0) == 1 and B.stride(1) != 1
+        kmajor = self.gemm_b_kmajor and validate.kmajor(B)
         options = gemm_probe._fit_defaults({"b_kmajor": True} if kmajor else {}, kmajor, C)
         key = (id(k), tuple(sorted(options.items())), torch.cuda.current_device())
         lowered = self._lowered.get(key)
