@@ -111,8 +111,8 @@ def test_every_launch_schedule_lowers(D, causal):
     from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
     for S in (512, 2048, 4096, 16384):
         q = torch.empty(1, S, 4, D, dtype=torch.bfloat16)
-        opts = W.schedule("attention_fwd", D, (q, q, q, q, torch.empty(1, 4, S)), causal) or {}
-        opts = {k: v for k, v in opts.items() if k not in ("pingpong", "ring_store")}
+        opts = W.schedule("attention_fwd", D, (q, q, q, q, torch.empty(1, 4, S)), causal, interleaved.overlap) or {}
+        assert not {"pingpong", "ring_store"} & set(opts)
         kv = _meta(1, S, 4, D)
         cfg = W.config("attention_fwd", D=D, causal=causal, Sq=S)
         k = interleaved.trace(kv, kv, kv, kv, _meta(1, 4, S, dtype=torch.float32), D ** -0.5, causal=causal, D=D, **cfg)

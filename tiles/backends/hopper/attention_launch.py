@@ -294,7 +294,8 @@ class AttentionLaunch:
         return all(0 < v < math.inf for v in values)
 
     @classmethod
-    def schedule(cls, kernel: str, D: Optional[int], tensors=(), causal: bool = False) -> Optional[dict]:
+    def schedule(cls, kernel: str, D: Optional[int], tensors=(), causal: bool = False,
+                 overlap=None) -> Optional[dict]:
         """The options a launch takes: SCHEDULES, and where the problem decides, the TMA store of the
         output (tma_store). The forward at D = 64 stores through TMA up to 1k queries: 1.037 / 1.006x
         non-causal at S = 512 / 1k, 1.080 / 1.044x causal, 0.98-1.00x from 4k; causal also at 2k, where
@@ -304,7 +305,9 @@ class AttentionLaunch:
         aligned base and outer strides, unit inner stride). The D = 128 forward up to
         RING_STORE_QUERIES stores O by TMA from the last key block's ring stage instead (ring_store;
         with the split tail, its whole tiles). The D = 64 fused backward takes its vectors by TMA
-        (vec_tma) non-causal only."""
+        (vec_tma) non-causal only. The schedules were measured on the PingPong kernels: a kernel that
+        declares `overlap` Interleave takes them without the turns (pingpong) and without ring_store,
+        which hands its stage over in the turns."""
         import torch
         opts = dict(cls.SCHEDULES.get((kernel, D)) or {})
         Sq = tensors[0].shape[1] if tensors and isinstance(tensors[0], torch.Tensor) else None
@@ -331,15 +334,16 @@ class AttentionLaunch:
             opts.pop("ring_store", None)
         if split_tail and "tma_store" not in opts:
             opts["split_tail"] = True
+        if isinstance(overlap, Interleave):
+            opts.pop("pingpong", None)
+            opts.pop("ring_store", None)
         return opts or None
 
     @classmethod
     def launch(cls, backend, kfn, *args, **kwargs):
         if kwargs.get("options") is None:
-            kwargs["options"] = cls.schedule(kfn.name, kwargs.get("D"), args, bool(kwargs.get("causal")))
-            if isinstance(kfn.overlap, Interleave) and kwargs["options"]:  # the schedules are the PingPong kernels':
-                # an Interleave declaration takes no turns, nor ring_store (which hands stages over in them)
-                kwargs["options"] = {k: v for k, v in kwargs["options"].items() if k not in ("pingpong", "ring_store")}
+            pattern = kfn.trace(*args, **{k: v for k, v in kwargs.items() if k != "options"}).pattern
+            kwargs["options"] = cls.schedule(kfn.name, kwargs.get("D"), args, bool(kwargs.get("causal")), pattern)
         go = cls.prepare(kfn, *args, **kwargs)
         if go is not None:
             go()
