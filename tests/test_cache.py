@@ -500,3 +500,90 @@ def test_compiler_identity_is_the_same_before_and_after_a_compile():
     before = runtime.cuda_key(SRC)
     runtime.compile_cuda(SRC, options=["-DFILL=2.f"], cache=False)
     assert runtime.cuda_key(SRC) == before
+
+
+# ----------------------------------------------------------------------------------------- lock files, clear
+
+def locks(d):
+    return sorted(n for n in os.listdir(d) if n.endswith(".lock"))
+
+
+def test_lock_file_goes_once_its_entry_is_published(tmp_path):
+    c = C.KernelCache(tmp_path)
+    c.get_or_build(BASE_KEY, lambda: b"ok")
+    assert entries(tmp_path) == [C.key_digest(BASE_KEY) + C.ENTRY_SUFFIX] and locks(tmp_path) == []
+
+    def boom():
+        raise RuntimeError("nvrtc: error")
+    other = key(source="fails")
+    with pytest.raises(RuntimeError):
+        c.get_or_build(other, boom)
+    assert locks(tmp_path) == ["." + C.key_digest(other) + ".lock"]  # no entry: the next builder takes it
+    assert c.get_or_build(other, lambda: b"fixed") == b"fixed" and locks(tmp_path) == []
+
+
+def test_summary_and_clear(tmp_path):
+    c = C.KernelCache(tmp_path)
+    for i in range(3):
+        c.get_or_build(key(source=f"k{i}"), lambda i=i: bytes(100 * (i + 1)))
+    dead = C.key_digest(key(source="dead"))
+    (tmp_path / ("." + dead + ".lock")).write_bytes(b"")  # a builder that died: its lock and half an entry
+    (tmp_path / ("." + dead + ".x1y2.tmp")).write_bytes(b"half")
+    info = c.summary()
+    assert info["entries"] == 3 and info["other"] == 2 and info["directory"] == str(tmp_path)
+    assert info["bytes"] == sum(os.path.getsize(tmp_path / n) for n in entries(tmp_path))
+    done = c.clear()
+    assert done["entries"] == 3 and done["bytes"] == info["bytes"] and done["kept"] == 0
+    assert os.listdir(tmp_path) == []
+    n = []
+    assert c.get_or_build(key(source="k0"), lambda: n.append(1) or b"again") == b"again" and n == [1]  # memory too
+
+
+def test_clear_leaves_a_compile_in_progress(tmp_path):
+    """A key whose lock is held (another process compiling) keeps its lock and temporary file; the
+    compile then publishes as usual."""
+    import fcntl
+    c = C.KernelCache(tmp_path)
+    busy = C.key_digest(key(source="busy"))
+    lock = tmp_path / ("." + busy + ".lock")
+    lock.write_bytes(b"")
+    tmp = tmp_path / ("." + busy + ".abc.tmp")
+    tmp.write_bytes(b"partial")
+    fd = os.open(lock, os.O_RDWR)  # a second open file description conflicts like another process's
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        c.get_or_build(key(source="done"), lambda: b"x")
+        done = c.clear()
+        assert done["entries"] == 1 and done["kept"] == 2
+        assert lock.exists() and tmp.exists()
+    finally:
+        os.close(fd)
+    assert c.clear()["kept"] == 0 and os.listdir(tmp_path) == []
+
+
+def test_clear_leaves_other_users_entries(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("giving a file to another user needs root")
+    c = C.KernelCache(tmp_path)
+    c.get_or_build(BASE_KEY, lambda: b"mine")
+    theirs = tmp_path / ("f" * 64 + C.ENTRY_SUFFIX)
+    theirs.write_bytes(b"theirs")
+    os.chown(theirs, 65534, 65534)
+    assert c.summary()["other"] == 1
+    done = c.clear()
+    assert done["entries"] == 1 and done["kept"] == 1 and theirs.exists()
+
+
+def test_cache_command(tmp_path, monkeypatch, capsys):
+    from tiles.__main__ import main
+    monkeypatch.setenv("TILES_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("TILES_CACHE", raising=False)
+    monkeypatch.delenv("TILES_DISABLE_CACHE", raising=False)
+    C.KernelCache(tmp_path).get_or_build(BASE_KEY, lambda: bytes(2 ** 20))
+    assert main(["cache"]) == 0
+    assert capsys.readouterr().out.startswith(f"kernel cache {tmp_path}: 1 entries, 1.0 MiB")
+    assert main(["cache", "--clear"]) == 0
+    assert "deleted 1 entries (1.0 MiB); 0 files left" in capsys.readouterr().out
+    assert os.listdir(tmp_path) == []
+    monkeypatch.setenv("TILES_CACHE", "0")
+    assert main(["cache", "--clear"]) == 0 and "kernel cache: off" in capsys.readouterr().out

@@ -137,6 +137,24 @@ def cmd_info(args) -> int:
     return 0
 
 
+def cmd_cache(args) -> int:
+    from tiles.core.cache import get_cache
+
+    c = get_cache()
+    if not c.enabled:
+        print(f"kernel cache: off (TILES_CACHE=0 or TILES_DISABLE_CACHE=1); directory {c.directory}")
+        return 0
+    if args.clear:
+        done = c.clear()
+        print(f"kernel cache {c.directory}: deleted {done['entries']} entries ({done['bytes'] / 2**20:.1f} MiB); "
+              f"{done['kept']} files left (other users' entries, compiles in progress)")
+        return 0
+    info = c.summary()
+    print(f"kernel cache {info['directory']}: {info['entries']} entries, {info['bytes'] / 2**20:.1f} MiB"
+          + (f", {info['other']} other files (locks, temporaries, other users' entries)" if info["other"] else ""))
+    return 0
+
+
 def _bench(fn, reps=3):
     fn()
     times = []
@@ -209,8 +227,12 @@ def main(argv=None) -> int:
     s.add_argument("--emit", default=None, metavar="DIR",
                    help="write a standalone translation unit to DIR: the generated source and every device header "
                         "it includes, built with -I DIR (the command is printed); for interp, the IR text")
+    c = sub.add_parser("cache", help="where compiled kernels are kept, how many and how big; --clear deletes them")
+    c.add_argument("--clear", action="store_true",
+                   help="delete your entries and the leftovers of keys nobody is compiling (a compile in "
+                        "progress still publishes its entry)")
     args = ap.parse_args(argv)
-    return {"demo": cmd_demo, "info": cmd_info, "show": cmd_show}[args.cmd](args)
+    return {"demo": cmd_demo, "info": cmd_info, "show": cmd_show, "cache": cmd_cache}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,10 @@ Promises (see docs/guarantees.md; each is tested in tests/test_cache.py):
   warning per process).
 * Many threads and processes building the same key at once all get the same bytes and leave one entry:
   an advisory ``fcntl.flock`` per key lets one of them build while the others wait and then read. The
-  kernel drops the lock when its holder dies, so a killed builder never blocks the others.
+  kernel drops the lock when its holder dies, so a killed builder never blocks the others. The lock
+  file goes once its entry is published.
+* ``clear()`` (``python -m tiles cache --clear``) deletes this user's entries and the leftovers of
+  keys nobody is compiling; a compile in progress is left to finish and publish.
 * A missing, unwritable or read-only cache directory degrades to building in memory, with one
   ``warnings.warn`` per process.
 * ``TILES_CACHE_DIR`` chooses the directory (default ``$XDG_CACHE_HOME/tiles``, else ``~/.cache/tiles``);
@@ -49,6 +52,7 @@ _HEADER = struct.Struct("<IQ32s32s")
 HEADER_SIZE = len(MAGIC) + _HEADER.size
 ENTRY_SUFFIX = ".tkc"
 _TMP_SUFFIX = ".tmp"
+_LOCK_SUFFIX = ".lock"
 
 _warned: set = set()
 _warned_lock = threading.Lock()
@@ -202,6 +206,49 @@ class KernelCache:
         with self._guard:
             self._memory.clear()
 
+    def summary(self) -> dict:
+        """What the directory holds: {"directory", "entries", "bytes", "other"} (other: lock and
+        temporary files, and entries of other users, which clear() leaves)."""
+        out = {"directory": self.directory, "entries": 0, "bytes": 0, "other": 0}
+        for name, st in self._listing():
+            if name.endswith(ENTRY_SUFFIX) and not name.startswith(".") and st.st_uid == os.geteuid():
+                out["entries"] += 1
+                out["bytes"] += st.st_size
+            else:
+                out["other"] += 1
+        return out
+
+    def clear(self) -> dict:
+        """Delete this user's entries, and the lock and temporary files of keys nobody is compiling now
+        (a key's lock is tried without waiting: a compile in progress keeps its files and publishes its
+        entry as usual). Returns {"entries": deleted, "bytes": freed, "kept": files left}."""
+        self.clear_memory()
+        done = {"entries": 0, "bytes": 0, "kept": 0}
+        keys = set()
+        for name, st in self._listing():
+            if name.endswith(ENTRY_SUFFIX) and not name.startswith(".") and st.st_uid == os.geteuid():
+                try:
+                    os.unlink(os.path.join(self.directory, name))
+                    done["entries"] += 1
+                    done["bytes"] += st.st_size
+                except OSError:
+                    pass
+            elif name.startswith(".") and (name.endswith(_LOCK_SUFFIX) or name.endswith(_TMP_SUFFIX)):
+                keys.add(name[1:].split(".")[0])
+        for digest in sorted(keys):
+            fd = self._try_lock(digest)
+            if fd is None and os.path.lexists(self._lock_path(digest)):
+                continue  # being compiled (or not ours): left as it is
+            try:
+                self._sweep_temps(digest)
+                if fd is not None:
+                    self._unlink_lock(digest)
+            finally:
+                if fd is not None:
+                    os.close(fd)
+        done["kept"] = len(self._listing())
+        return done
+
     def get_or_build(self, key_parts: Mapping[str, Any], build: Callable[[], bytes], *,
                      allow_build: bool = True, name: str | None = None) -> bytes:
         """The cached bytes for ``key_parts``, calling ``build()`` (at most once across the threads and
@@ -324,13 +371,50 @@ class KernelCache:
             return None, _INVALID
         return payload, "ok"
 
+    def _lock_path(self, digest: str) -> str:
+        return os.path.join(self.directory, "." + digest + _LOCK_SUFFIX)
+
+    def _unlink_lock(self, digest: str) -> None:
+        try:
+            os.unlink(self._lock_path(digest))
+        except OSError:
+            pass
+
+    def _listing(self) -> list:
+        """(name, lstat) of each file in the directory; empty when it cannot be read."""
+        try:
+            names = sorted(os.listdir(self.directory))
+        except OSError:
+            return []
+        out = []
+        for n in names:
+            try:
+                out.append((n, os.lstat(os.path.join(self.directory, n))))
+            except OSError:
+                pass
+        return out
+
+    def _try_lock(self, digest: str) -> int | None:
+        """An fd holding the key's flock if nobody holds it now; else None (no waiting, no creating)."""
+        try:
+            import fcntl
+            fd = os.open(self._lock_path(digest), os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+        except (ImportError, OSError):
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except OSError:
+            os.close(fd)
+            return None
+
     def _acquire_file_lock(self, digest: str) -> int | None:
         """An fd holding an exclusive flock for ``digest``, or None when locking is not possible."""
         try:
             import fcntl
         except ImportError:  # not POSIX
             return None
-        path = os.path.join(self.directory, "." + digest + ".lock")
+        path = self._lock_path(digest)
         flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
         try:
             fd = os.open(path, flags, 0o600)
@@ -371,7 +455,10 @@ class KernelCache:
             if lock_fd is not None:
                 self._sweep_temps(digest)
             payload = self._build(build, label)
-            self._publish(digest, payload)
+            if self._publish(digest, payload) and lock_fd is not None:
+                # Unlinked while held: a waiter queued on this inode reads the published entry once it
+                # holds the lock, and a later caller locks a new file and finds the entry the same way.
+                self._unlink_lock(digest)
             return self._remember(digest, payload, disk=False)
         finally:
             if lock_fd is not None:
@@ -393,7 +480,8 @@ class KernelCache:
                 except OSError:
                     pass
 
-    def _publish(self, digest: str, payload: bytes) -> None:
+    def _publish(self, digest: str, payload: bytes) -> bool:
+        """Write the entry; False (and the directory treated as read-only from now on) when that failed."""
         tmp = None
         try:
             fd, tmp = tempfile.mkstemp(prefix="." + digest + ".", suffix=_TMP_SUFFIX, dir=self.directory)
@@ -407,9 +495,11 @@ class KernelCache:
                 os.close(fd)
             os.replace(tmp, self._path(digest))
             tmp = None
+            return True
         except OSError as e:
             self._dir_state = "ro"
             self._unusable(f"writing an entry failed: {type(e).__name__}: {e.strerror or e}")
+            return False
         finally:
             if tmp is not None:
                 try:
