@@ -583,7 +583,7 @@ def test_cache_command(tmp_path, monkeypatch, capsys):
     assert main(["cache"]) == 0
     assert capsys.readouterr().out.startswith(f"kernel cache {tmp_path}: 1 entries, 1.0 MiB")
     assert main(["cache", "--clear"]) == 0
-    assert "deleted 1 entries (1.0 MiB); 0 files left" in capsys.readouterr().out
+    assert "deleted 1 entries (1.0 MiB); 0 other files left" in capsys.readouterr().out
     assert os.listdir(tmp_path) == []
     monkeypatch.setenv("TILES_CACHE", "0")
     assert main(["cache", "--clear"]) == 0 and "kernel cache: off" in capsys.readouterr().out

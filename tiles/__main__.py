@@ -147,11 +147,11 @@ def cmd_cache(args) -> int:
     if args.clear:
         done = c.clear()
         print(f"kernel cache {c.directory}: deleted {done['entries']} entries ({done['bytes'] / 2**20:.1f} MiB); "
-              f"{done['kept']} files left (other users' entries, compiles in progress)")
+              f"{done['kept']} other files left (compiles in progress, other users' entries, the CDNA header download)")
         return 0
     info = c.summary()
     print(f"kernel cache {info['directory']}: {info['entries']} entries, {info['bytes'] / 2**20:.1f} MiB"
-          + (f", {info['other']} other files (locks, temporaries, other users' entries)" if info["other"] else ""))
+          + (f", {info['other']} other files (locks, temporaries, other users' entries, downloads)" if info["other"] else ""))
     return 0
 
 
