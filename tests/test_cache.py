@@ -587,3 +587,27 @@ def test_cache_command(tmp_path, monkeypatch, capsys):
     assert os.listdir(tmp_path) == []
     monkeypatch.setenv("TILES_CACHE", "0")
     assert main(["cache", "--clear"]) == 0 and "kernel cache: off" in capsys.readouterr().out
+
+
+def test_compiler_identity_is_the_copy_the_compiles_use(tmp_path):
+    """A second libnvrtc mapped into the process (a framework's own copy) neither joins the key nor
+    changes it: the key names the file cuda.bindings calls."""
+    import ctypes
+    import shutil
+    runtime = _nvrtc_runtime()
+    before = runtime.cuda_key(SRC)["compiler_version"]
+    used = before.split(" ", 1)[1].split(":")[0]
+    copy = tmp_path / os.path.basename(used)
+    shutil.copyfile(used, copy)
+    ctypes.CDLL(str(copy))
+    assert str(copy) in C.library_identity("libnvrtc")  # both copies are mapped now ...
+    assert runtime.cuda_key(SRC)["compiler_version"] == before  # ... and the key is the one it was
+
+
+def test_library_identity_by_address():
+    import ctypes
+    libc = ctypes.CDLL(None)
+    addr = ctypes.cast(libc.getpid, ctypes.c_void_p).value
+    got = C.library_identity("libc", addr)
+    assert got.count(":") == 2 and "libc" in os.path.basename(got.split(":")[0])
+    assert C.library_identity("libc", 1) == C.library_identity("libc")  # an address outside: every copy

@@ -111,18 +111,27 @@ def key_digest(key_parts: Mapping[str, Any]) -> str:
 
 # ---------------------------------------------------------------------------------------------- env
 
-def library_identity(stem: str) -> str:
+def library_identity(stem: str, address: int | None = None) -> str:
     """The shared library ``stem``.so* (e.g. "libnvrtc") this process has loaded, as path, size and
     modification time: a compiler's API reports only its major.minor version, and a patch release of
-    the same version must not load the binaries of the one before. Only the library itself, not the
-    ones it loads lazily (libnvrtc-builtins), so the key is the same before and after a first compile.
-    Empty where /proc is not there."""
+    the same version must not load the binaries of the one before. ``address``, a function of the
+    library the compiles go through, picks that file where two copies are mapped (one a framework
+    loaded for itself, say), so the key neither lists both nor changes when the second one arrives.
+    Only the library itself, not the ones it loads lazily (libnvrtc-builtins), so the key is the same
+    before and after a first compile. Empty where /proc is not there."""
     try:
         with open("/proc/self/maps") as f:
             fields = [line.split(None, 5) for line in f]
     except OSError:
         return ""
-    paths = sorted({x[5].strip() for x in fields if len(x) == 6 and os.path.basename(x[5].strip()).startswith(stem + ".so")})
+    mapped = [(x[0], x[5].strip()) for x in fields
+              if len(x) == 6 and os.path.basename(x[5].strip()).startswith(stem + ".so")]
+    paths = sorted({p for _, p in mapped})
+    if address is not None:
+        def holds(span: str) -> bool:
+            lo, hi = (int(v, 16) for v in span.split("-"))
+            return lo <= address < hi
+        paths = sorted({p for span, p in mapped if holds(span)}) or paths
     out = []
     for p in paths:
         try:

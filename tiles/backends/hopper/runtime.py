@@ -152,6 +152,17 @@ def _headers_digest() -> str:
     return h.hexdigest()[:16]
 
 
+def _nvrtc_address() -> Optional[int]:
+    """Where the libnvrtc that cuda.bindings calls is mapped (its nvrtcVersion), so the cache key names
+    that copy where a process holds two; None where the bindings do not say (a private interface)."""
+    try:
+        from cuda.bindings._internal import nvrtc as internal
+
+        return int(internal._inspect_function_pointer("__nvrtcVersion")) or None
+    except Exception:  # noqa: BLE001  (older or newer bindings: fall back to every mapped copy)
+        return None
+
+
 def cuda_key(source: str, arch: str = ARCH, options: Sequence[str] = ()) -> dict:
     """The kernel cache's key for a compile: the options as the list NVRTC gets (so ["-DA -DB"] and
     ["-DA", "-DB"] differ), and the compiler as its version and the library file that was loaded."""
@@ -162,7 +173,7 @@ def cuda_key(source: str, arch: str = ARCH, options: Sequence[str] = ()) -> dict
         "source": source,
         "template_version": f"{TEMPLATE_VERSION}:{_headers_digest()}",
         "options": nvrtc_options(arch, options),
-        "compiler_version": f"nvrtc-{major}.{minor} {library_identity('libnvrtc')}".rstrip(),
+        "compiler_version": f"nvrtc-{major}.{minor} {library_identity('libnvrtc', _nvrtc_address())}".rstrip(),
         "arch": arch,
         "tiles_version": _tiles_version(),
     }
