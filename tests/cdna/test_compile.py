@@ -159,3 +159,16 @@ def test_resource_parsers():
            "\tbuffer_load_dwordx4 v1, s[0:3], 0 offen lds // 000000001008: E05C\n"
            "\tbuffer_load_dwordx4 v[2:5], v1, s[0:3], 0 offen // 000000001010: E05C\n")
     assert cc.instruction_counts(dis) == {"v_mfma_f32_32x32x8_bf16": 1, "buffer_load_dwordx4_lds": 1, "buffer_load_dwordx4": 1}
+
+
+@pytest.mark.parametrize("kernel", ["gemm", "gemm_fp8", "attention_fwd", "attention_bwd_dq", "attention_bwd_dkdv",
+                                    "attention_bwd_prep", "layernorm", "rotary"])
+def test_suite_sources_compile_without_warnings(kernel, capsys):
+    """What `tiles show KERNEL --backend cdna` prints builds under -Wall -Wextra without one warning: no
+    unused variable or constant, no narrowing, no sign mix-up left in code users read."""
+    need_clang(22)
+    from tiles.__main__ import main
+    assert main(["show", kernel, "--backend", "cdna", "--arch", "gfx950"]) == 0
+    src = capsys.readouterr().out
+    r = cc.compile_hip(src, "gfx950", 22, extra_flags=["-Wall", "-Wextra", "-Wno-unused-parameter"], name=kernel)
+    assert "warning:" not in r.remarks, r.remarks

@@ -314,7 +314,7 @@ def test_fused_backward_after_flashattention3():
     assert "arch::bar_arrive(5 + 2 * cw, 128 + 32);" in body and "reduce_add_async" not in body
     red = src.split("reducer: the transposed store_adds")[1].split("consumers: everything else")[0]
     assert "for (int w = 0; w < CONSUMERS; ++w) arch::bar_arrive(4 + 2 * w, 128 + 32);" in red  # start empty, once
-    assert "arch::bar_sync(5 + 2 * w, 128 + 32);" in red and "reduce_add_async(&map_dQacc, S.dq_red[w], 0 + w * WG_ROWS" in red
+    assert "arch::bar_sync(5 + 2 * w, 128 + 32);" in red and "reduce_add_async(&map_dQacc, S.dq_red[w], w * WG_ROWS," in red
     assert red.index("arch::tma_store_wait_read<0>();") < red.rindex("arch::bar_arrive(4 + 2 * w, 128 + 32);")
     # every hand-over is answered: the consumers' last wait, after the walk over the programs, meets the
     # reducer's last hand-back

@@ -174,6 +174,29 @@ def evaluate(e: Expr, env: dict):
     raise TypeError(f"not an expression: {e!r}")
 
 
+def fold(e: Expr, values: Optional[dict] = None) -> Expr:
+    """`e` with the integer symbols named in `values` replaced by their values, integer constants
+    folded by the C rules above (a division by a zero constant is left for the compiler to see) and
+    x + 0, x - 0, x * 1 and x * 0 written as what they are. A lowering that renders a loop bound at a
+    known program id gets `n` rather than `0 * 128 + n`."""
+    if isinstance(e, Sym):
+        v = (values or {}).get(e.name)
+        return Const(v) if isinstance(v, int) and not e.float_ else e
+    if not isinstance(e, Bin):
+        return e
+    a, b = fold(e.a, values), fold(e.b, values)
+    ints = [isinstance(x, Const) and isinstance(x.value, int) and not isinstance(x.value, bool) for x in (a, b)]
+    if all(ints) and e.op != "/" and not (e.op in ("//", "%", "cdiv") and b.value == 0):
+        return Const(_EVAL[e.op](a.value, b.value))
+    if e.op == "+" and ints[0] and a.value == 0 or e.op == "*" and ints[0] and a.value == 1:
+        return b
+    if e.op in ("+", "-") and ints[1] and b.value == 0 or e.op == "*" and ints[1] and b.value == 1:
+        return a
+    if e.op == "*" and (ints[0] and a.value == 0 or ints[1] and b.value == 0) and not e.is_float:
+        return Const(0)
+    return e if (a is e.a and b is e.b) else Bin(e.op, a, b)
+
+
 _PREC = {"+": 1, "-": 1, "*": 2, "//": 2, "/": 2, "%": 2}
 
 
@@ -187,6 +210,10 @@ def render(e: Expr, name: Callable[[Sym], str] = lambda s: s.name, call=None, pa
         return str(v)
     if isinstance(e, Sym):
         return name(e)
+    if not parent:
+        e = fold(e)
+        if not isinstance(e, Bin):
+            return render(e, name, call, parent)
     a = render(e.a, name, call, _PREC.get(e.op, 0))
     b = render(e.b, name, call, _PREC.get(e.op, 0) + 1)
     if e.op in ("min", "max", "cdiv"):

@@ -15,6 +15,7 @@ from typing import Optional
 import jinja2
 
 from . import ir
+from .cpp_text import drop_used_voids
 from .ir import Const, Expr, Loop, Op, Sym
 
 TEMPLATE_VERSION = "1"
@@ -34,6 +35,10 @@ class Lowered:
     args: list  # ordered launch arguments: ("ptr", param) | ("dim", Sym) | ("stride", Sym) | ("f32", Sym) | ...
     headers: list = field(default_factory=list)  # device headers the source includes (for --emit)
     notes: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        # templates cast what a kernel may leave unused to void; the casts its body made moot go
+        self.source = drop_used_voids(self.source)
 
 
 def template_env(folder: str) -> jinja2.Environment:

@@ -311,6 +311,11 @@ class CDNAAttentionLowering(Lowering):
     def sym_name(self, s: ir.Sym) -> str:
         return self.subst.get(s.name, s.name.replace(".", "_"))
 
+    def expr(self, e) -> str:
+        # a loop index spelled as a number (the prologue's tile 0) is folded: `0`, not `0 * 64`
+        ints = {k: int(v) for k, v in self.subst.items() if v.lstrip("-").isdigit()}
+        return super().expr(ir.fold(ir.as_expr(e), ints) if ints else e)
+
     def fexpr(self, e) -> str:
         c = _float(e)
         return c if c is not None else f"(float)({self.expr(e)})"

@@ -341,12 +341,14 @@ class SchedulePlans:
         bounds = [e for x in nest + [self.loop] for e in (x.start, x.stop)]
         if any(x.kind == "pid" and x.name != "pid0" or x.kind == "loop" for e in bounds for x in ir.symbols(e)):
             return
-        heavy = {"pid0": "(grid0 - 1)" if self.reverse else "0"}
+        # the heaviest program's trips: pid0 at grid0 - 1 (a reversed walk) or at 0 (folded away)
+        heavy = {"pid0": "(grid0 - 1)"} if self.reverse else None
+        at = (lambda e: ir.as_expr(e)) if self.reverse else (lambda e: ir.fold(ir.as_expr(e), {"pid0": 0}))
         trips = []
         for x in nest + [self.loop]:
-            t = self.expr(x.stop, heavy)
+            t = self.expr(at(x.stop), heavy)
             if ir.symbols(x.start) or ir.evaluate(ir.as_expr(x.start), {}) != 0:
-                t = f"{t} - ({self.expr(x.start, heavy)})"
+                t = f"{t} - ({self.expr(at(x.start), heavy)})"
             trips.append(f"({t})")
         stage = sum(t.numel * t.dtype.bytes for t in self.ring)
         self.window_bytes = f"{stage}LL * " + " * ".join(trips)

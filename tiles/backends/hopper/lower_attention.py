@@ -503,11 +503,12 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
                 f"{pad}  {part}",
                 f"{pad}}}"]
 
-    def producer_load(self, o: ir.Op, bar: str) -> str:
+    def producer_load(self, o: ir.Op, bar: str) -> List[str]:
+        """The IR op as a comment line, then its TMA load."""
         view, t = o.ins[0], o.outs[0]
         m = self.maps[(id(view.param), t.rows)]
         c = self.tma_coords(view, o.attrs["row"], o.attrs["col"])
-        return f"load_async_4d({self.var(t)}, {m}, {bar}, {', '.join(c)});  // {ir.format_op(o)}"
+        return [f"// {ir.format_op(o)}", f"load_async_4d({self.var(t)}, {m}, {bar}, {', '.join(c)});"]
 
     def producer(self, nodes, depth) -> List[str]:
         pad = "  " * depth
@@ -526,11 +527,12 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
                     lines.append(f"{pad}  wait(S.ring.empty[pos.stage], pos.phase ^ 1);  // a fresh ring counts as released")
                     lines.append(f"{pad}  expect_tiles(S.ring.full[pos.stage], {', '.join(staged)});")
                     for x in loads:
-                        lines.append(pad + "  " + self.producer_load(x, "S.ring.full[pos.stage]"))
+                        lines += [pad + "  " + line for line in self.producer_load(x, "S.ring.full[pos.stage]")]
                     for x in vecs:
                         m = self.maps[(id(x.ins[0].param), x.outs[0].rows)]
+                        lines.append(f"{pad}  // {ir.format_op(x)}")
                         lines.append(f"{pad}  load_async_4d(S.{self.vec_tma[id(x)]}[pos.stage], {m}, S.ring.full[pos.stage], "
-                                     f"{', '.join(self.vec_coords(x))});  // {ir.format_op(x)}")
+                                     f"{', '.join(self.vec_coords(x))});")
                     lines.append(f"{pad}  pos.advance();")
                 else:
                     lines += self.producer(n.body, depth + 1)
@@ -540,7 +542,7 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
                 if self.persistent:
                     lines.append(f"{pad}if (it > 0) wait(S.once_empty[{i}], (it - 1) & 1);  // the previous tile's copy is released")
                 lines.append(f"{pad}expect_tiles(S.once[{i}], {self.var(n.outs[0])});")
-                lines.append(pad + self.producer_load(n, f"S.once[{i}]"))
+                lines += [pad + line for line in self.producer_load(n, f"S.once[{i}]")]
         return lines
 
     # ------------------------------------------------------------------ consumers
@@ -960,7 +962,7 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
                 t, view = n.ins
                 c = self.tma_coords(view, n.attrs["row"], n.attrs["col"])
                 if t not in self.split_k:  # warpgroup w's columns; a split-K partial sum covers the box
-                    c[0] = f"{c[0]} + w * WG_ROWS"
+                    c[0] = "w * WG_ROWS" if c[0] == "0" else f"{c[0]} + w * WG_ROWS"
                 m = self.maps[(id(view.param), t.rows)]
                 lines += [f"{pad}// {ir.format_op(n)}",
                           f"{pad}for (int w = 0; w < CONSUMERS; ++w) {{",

@@ -46,7 +46,7 @@
 // A kernel's LDS: every template makes exactly one TILES_SHARED (or TILES_NO_SHARED) declaration, first
 // thing in the body, so an emulator can put the allocation where its memory model lives.
 #define TILES_SHARED(type, name, count) __shared__ __attribute__((aligned(16))) type name[count]
-#define TILES_NO_SHARED(type, name) type* const name = nullptr
+#define TILES_NO_SHARED(type, name) [[maybe_unused]] type* const name = nullptr
 
 typedef unsigned int u32;
 typedef unsigned short u16;

@@ -564,4 +564,4 @@ TILES_DEV float f16_to_f32(u16 h) { return emu::f16f(h); }
   type* const name = reinterpret_cast<type*>(::tiles::emu::lds_base())
 #define TILES_NO_SHARED(type, name) \
   ::tiles::emu::scope tiles_emu_scope_; \
-  type* const name = nullptr
+  [[maybe_unused]] type* const name = nullptr
