@@ -9,7 +9,6 @@ import re
 import pytest
 
 from tiles.backends.cdna import compile as cc
-from tiles.backends.cdna import schedule as S
 from tiles.backends.cdna.gemm_probe import INCLUDE_DIR, LDS_LIMIT, TEMPLATE_DIR, gemm_config, render_gemm
 
 from .conftest import TOOLCHAINS, compiled_gemm, need_clang

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 
-import pytest
 import torch
 
 import needs  # tests/hopper is on sys.path

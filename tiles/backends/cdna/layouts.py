@@ -232,6 +232,15 @@ class Swizzle:
     def cpp_args(self) -> str:
         return f"{self.s1}, {31 if self.s2 is None else self.s2}, {self.mask}" + (f", {self.block}" if self.block != 128 else "")
 
+    def describe(self) -> str:
+        """The swizzle as the formula st.h computes, for the generated code's comments."""
+        if not self.mask:
+            return "not swizzled"
+        v = "blk" if self.s1 == 0 else f"blk >> {self.s1}"
+        if self.s2 is not None:
+            v = f"({v} ^ blk >> {self.s2})"
+        return f"chunk ^= {v} & {self.mask} in {self.block}-byte blocks"
+
 
 IDENTITY = Swizzle()
 

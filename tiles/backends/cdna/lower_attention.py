@@ -458,7 +458,7 @@ class CDNAAttentionLowering(Lowering):
     # ------------------------------------------------------------ declarations
     def decls(self) -> List[str]:
         g = self.g
-        mf, D, BN = self.cfg.mf, g["D"], g["BN"]
+        mf, BN = self.cfg.mf, g["BN"]
         lines = []
         for t in self.k.tiles:
             if t is g["q"]:
@@ -534,7 +534,7 @@ class CDNAAttentionLowering(Lowering):
             ("gload", "K"): [f"load_stage(k_stage, gK, {{row}}, 0, tid);  // {cfg.k_loads} x buffer_load_dwordx4 of K"],
             ("gload_lds", "K"): [f"load_lds_direct<SK, THREADS>({{buf}}, gK, {{row}}, 0, tid);  // {cfg.k_loads} x buffer_load_dwordx4 ... lds (gfx950)"],
             ("gload", "V"): [f"load_stage_t(v_stage, gV, {{rowv}}, 0, tid);  // {cfg.v_loads} x buffer_load_dwordx4 of V"],
-            ("lds_write", "K"): [f"store_stage<SK>({{buf}}, k_stage, tid);  // ds_write_b128, swizzled"],
+            ("lds_write", "K"): ["store_stage<SK>({buf}, k_stage, tid);  // ds_write_b128, swizzled"],
             ("lds_write", "V"): [f"store_stage_t<SV>({{buf}} + SK::bytes, v_stage, tid);  // transposed: ds_write_b{16 * cfg.kr}"],
         }
 
@@ -734,7 +734,7 @@ class CDNAAttentionBwdDqLowering(CDNAAttentionLowering):
             self._fail("expected Q, K, V, dO, dQ (B, S, H, D), L, Delta (B, H, S) and one float scale")
         Q, K, V, dO, L, Delta, dQ = k.params
         if Q.dtype.name not in ("bf16", "f16") or any(x.dtype != Q.dtype for x in (K, V, dO)):
-            raise LoweringError(f"cdna attention_bwd_dq: Q, K, V, dO must share bf16 or f16")
+            raise LoweringError("cdna attention_bwd_dq: Q, K, V, dO must share bf16 or f16")
         if dQ.dtype.name not in ("bf16", "f16", "f32") or L.dtype.name != "f32" or Delta.dtype.name != "f32":
             raise LoweringError("cdna attention_bwd_dq: dQ must be bf16/f16/f32, L and Delta f32")
         loops = [n for n in k.body if isinstance(n, ir.Loop)]
@@ -834,7 +834,7 @@ class CDNAAttentionBwdDqLowering(CDNAAttentionLowering):
 
     def decls(self) -> List[str]:
         g = self.g
-        mf, D, BN = self.cfg.mf, g["D"], g["BN"]
+        mf, BN = self.cfg.mf, g["BN"]
         lines = []
         casts = {id(n.outs[0]) for n in g["rest"] if n.name == "cast"}
         for t in self.k.tiles:
