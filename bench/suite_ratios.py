@@ -19,11 +19,12 @@ def ratios(result: dict) -> dict:
     ms = {}
     for r in result["rows"]:
         if "shape" in r and r.get("ms") and r["kernel"] in BASELINE:
-            ms.setdefault((r["kernel"], shape_key(r["shape"])), {})[r["impl"]] = r["ms"]
+            nt = r["shape"].get("layout") == "nt"  # x @ w.T rows: a geomean of their own, apart from #3's shapes
+            ms.setdefault((r["kernel"] + (" NT" if nt else ""), r["kernel"], shape_key(r["shape"])), {})[r["impl"]] = r["ms"]
     out = {}
-    for (kernel, shape), t in ms.items():
+    for (group, kernel, shape), t in ms.items():
         if "tiles" in t and BASELINE[kernel] in t:
-            out.setdefault(kernel, []).append((shape, t[BASELINE[kernel]] / t["tiles"]))
+            out.setdefault(group, []).append((shape, t[BASELINE[kernel]] / t["tiles"]))
     return out
 
 
@@ -32,7 +33,7 @@ def main(paths) -> None:
         print(f"{path} (tiles {result['environment'].get('tiles_commit')})")
         for kernel, rows in ratios(result).items():
             for shape, x in rows:
-                print(f"  {kernel} {shape}: {x:.3f}x {BASELINE[kernel]}")
+                print(f"  {kernel} {shape}: {x:.3f}x {BASELINE[kernel.split()[0]]}")
             g = math.exp(sum(math.log(x) for _, x in rows) / len(rows))
             print(f"  {kernel} geomean {g:.3f} over {len(rows)}")
 

@@ -172,3 +172,33 @@ def test_a_failing_tiles_kernel_is_a_wrong_row_not_a_skip(tmp_path, monkeypatch)
     rows = [row for row in r["rows"] if row.get("impl") == "tiles"]
     assert rows and all(row["correct"] is False and "planted failure" in row["failed"] for row in rows)
     assert not any("skipped" in row for row in rows)
+
+
+def test_nt_gemm_rows_time_x_at_w_transposed(monkeypatch):
+    """The x @ w.T rows: B reaches every impl as the transpose of an (N, K) storage, the row keeps its
+    layout, the report keys it apart from the NN shape, and suite_ratios gives it a geomean of its own."""
+    import importlib.util
+
+    import torch
+
+    import tiles
+    from tiles.bench import run as R
+    from tiles.bench import shapes
+
+    assert {shapes.gemm_layout(s) for s in shapes.gemm_shapes("standard")} == {"nn", "nt"}
+    seen = []
+    real = tiles.gemm
+    monkeypatch.setattr(tiles, "gemm", lambda a, b, **kw: seen.append((tuple(b.shape), b.stride())) or real(a, b, **kw))
+    s = dict(M=64, N=48, K=32, layout="nt")
+    rows = R.bench_gemm(s, torch.device("cpu"), "interp", reps=2, budget=0.1, progress=lambda rows: None)
+    assert seen and all(shape == (32, 48) and stride == (1, 32) for shape, stride in seen)
+    assert all(r["correct"] and r["shape"]["layout"] == "nt" for r in rows)
+    assert report.shape_key(s) == "64x48x32 NT" and report.shape_key(dict(s, layout="nn")) == "64x48x32"
+    spec = importlib.util.spec_from_file_location("suite_ratios", os.path.join(ROOT, "bench", "suite_ratios.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rows = [dict(kernel="gemm", shape=dict(M=8, N=8, K=8), impl="tiles", correct=True, ms=1.0),
+            dict(kernel="gemm", shape=dict(M=8, N=8, K=8), impl="cublas", correct=True, ms=2.0),
+            dict(kernel="gemm", shape=dict(M=8, N=8, K=8, layout="nt"), impl="tiles", correct=True, ms=4.0),
+            dict(kernel="gemm", shape=dict(M=8, N=8, K=8, layout="nt"), impl="cublas", correct=True, ms=2.0)]
+    assert mod.ratios({"rows": rows}) == {"gemm": [("8x8x8", 2.0)], "gemm NT": [("8x8x8 NT", 0.5)]}

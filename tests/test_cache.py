@@ -528,7 +528,10 @@ def test_summary_and_clear(tmp_path):
         c.get_or_build(key(source=f"k{i}"), lambda i=i: bytes(100 * (i + 1)))
     dead = C.key_digest(key(source="dead"))
     (tmp_path / ("." + dead + ".lock")).write_bytes(b"")  # a builder that died: its lock and half an entry
-    (tmp_path / ("." + dead + ".x1y2.tmp")).write_bytes(b"half")
+    half = tmp_path / ("." + dead + ".x1y2.tmp")
+    half.write_bytes(b"half")
+    old = time.time() - 120
+    os.utime(half, (old, old))  # a temporary file is only taken once it is a minute old
     info = c.summary()
     assert info["entries"] == 3 and info["other"] == 2 and info["directory"] == str(tmp_path)
     assert info["bytes"] == sum(os.path.getsize(tmp_path / n) for n in entries(tmp_path))
@@ -549,6 +552,8 @@ def test_clear_leaves_a_compile_in_progress(tmp_path):
     lock.write_bytes(b"")
     tmp = tmp_path / ("." + busy + ".abc.tmp")
     tmp.write_bytes(b"partial")
+    old = time.time() - 120
+    os.utime(tmp, (old, old))  # old enough to be taken, were its key's lock free
     fd = os.open(lock, os.O_RDWR)  # a second open file description conflicts like another process's
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -586,7 +591,10 @@ def test_cache_command(tmp_path, monkeypatch, capsys):
     assert "deleted 1 entries (1.0 MiB); 0 other files left" in capsys.readouterr().out
     assert os.listdir(tmp_path) == []
     monkeypatch.setenv("TILES_CACHE", "0")
-    assert main(["cache", "--clear"]) == 0 and "kernel cache: off" in capsys.readouterr().out
+    assert main(["cache"]) == 0 and "(off: TILES_CACHE=0" in capsys.readouterr().out
+    C.KernelCache(tmp_path, enabled=True).get_or_build(BASE_KEY, lambda: b"left by an earlier run")
+    assert main(["cache", "--clear"]) == 0 and "deleted 1 entries" in capsys.readouterr().out  # off, still cleared
+    assert os.listdir(tmp_path) == []
 
 
 def test_compiler_identity_is_the_copy_the_compiles_use(tmp_path):
@@ -611,3 +619,46 @@ def test_library_identity_by_address():
     got = C.library_identity("libc", addr)
     assert got.count(":") == 2 and "libc" in os.path.basename(got.split(":")[0])
     assert C.library_identity("libc", 1) == C.library_identity("libc")  # an address outside: every copy
+
+
+def test_a_lock_deleted_under_a_waiter_is_not_held_twice(tmp_path):
+    """clear() (or the publishing builder) deletes a lock file while a waiter has it open: the waiter,
+    once it gets the flock, must see that its file is gone and lock the one now at the path, so it and a
+    newcomer never build at the same time."""
+    k = key(source="deleted lock")
+    dig = C.key_digest(k)
+    lock = tmp_path / ("." + dig + ".lock")
+    lock.write_bytes(b"")  # a lock left by a builder that died
+    holder, x, y = (C.KernelCache(tmp_path) for _ in range(3))
+    fd = holder._try_lock(dig)  # clear() has taken the idle key's lock ...
+    assert fd is not None
+    builds, go = [], threading.Event()
+
+    def build_x():
+        builds.append("X")
+        go.wait(5)
+        return b"x"
+    tx = threading.Thread(target=lambda: x.get_or_build(k, build_x))
+    tx.start()
+    time.sleep(0.2)  # ... X has opened the same file and waits on it
+    holder._unlink_lock(dig)  # ... clear() deletes it and lets go
+    os.close(fd)
+    time.sleep(0.2)
+    got = []
+    ty = threading.Thread(target=lambda: got.append(y.get_or_build(k, lambda: builds.append("Y") or b"y")))
+    ty.start()
+    time.sleep(0.3)
+    go.set()
+    tx.join(10)
+    ty.join(10)
+    assert len(builds) == 1, builds  # one compile; the other read its entry
+    assert got == [b"x" if builds == ["X"] else b"y"]
+
+
+def test_clear_keeps_a_fresh_temporary_file_without_a_lock(tmp_path):
+    """A writer that could not lock (flock unsupported, or it gave up waiting) has a temporary file and no
+    lock file: clear() leaves a temporary file under a minute old."""
+    c = C.KernelCache(tmp_path)
+    fresh = tmp_path / ("." + "e" * 64 + ".abc.tmp")
+    fresh.write_bytes(b"being written")
+    assert c.clear()["kept"] == 1 and fresh.exists()

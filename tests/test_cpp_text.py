@@ -23,3 +23,15 @@ def test_a_use_outside_the_block_does_not_count():
     src = "{\n  {\n    int w = 0;\n    (void)w;\n  }\n  w2(w);\n}"
     assert "(void)w;" in drop_used_voids(src)
     assert drop_used_voids("no casts here\n") == "no casts here\n"
+
+
+def test_comments_strings_members_and_else_branches_are_not_reads():
+    src = """{
+  int x = 0;
+  (void)x;
+  /* x */ f("x", 'x', S.x, p->x, ns::x);
+}
+g(x);"""
+    assert "(void)x;" in drop_used_voids(src)
+    src = "{\n  {\n    int x = 0;\n    (void)x;\n    if (c) { f(); }\n  } else { g(x); }\n}"
+    assert "(void)x;" in drop_used_voids(src)

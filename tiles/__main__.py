@@ -141,17 +141,18 @@ def cmd_cache(args) -> int:
     from tiles.core.cache import get_cache
 
     c = get_cache()
-    if not c.enabled:
-        print(f"kernel cache: off (TILES_CACHE=0 or TILES_DISABLE_CACHE=1); directory {c.directory}")
-        return 0
-    if args.clear:
+    off = "" if c.enabled else " (off: TILES_CACHE=0 or TILES_DISABLE_CACHE=1)"
+    if args.clear:  # also when off: what an earlier run left there
         done = c.clear()
-        print(f"kernel cache {c.directory}: deleted {done['entries']} entries ({done['bytes'] / 2**20:.1f} MiB); "
-              f"{done['kept']} other files left (compiles in progress, other users' entries, the CDNA header download)")
+        print(f"kernel cache {c.directory}{off}: deleted {done['entries']} entries ({done['bytes'] / 2**20:.1f} MiB); "
+              f"{done['kept']} other files left (compiles in progress, other users' entries)")
+        return 0
+    if not c.enabled:
+        print(f"kernel cache{off}; its directory: {c.directory}")
         return 0
     info = c.summary()
     print(f"kernel cache {info['directory']}: {info['entries']} entries, {info['bytes'] / 2**20:.1f} MiB"
-          + (f", {info['other']} other files (locks, temporaries, other users' entries, downloads)" if info["other"] else ""))
+          + (f", {info['other']} other files (locks, temporaries, other users' entries)" if info["other"] else ""))
     return 0
 
 

@@ -79,7 +79,7 @@ def load_published(path) -> list:
 
 def shape_key(s: dict) -> str:
     if "M" in s:
-        return f"{s['M']}x{s['N']}x{s['K']}"
+        return f"{s['M']}x{s['N']}x{s['K']}" + (" NT" if s.get("layout", "nn") == "nt" else "")
     head = f"B{s['B']} H{s['H']}" + (f"/{s['H_kv']}" if s.get("H_kv", s["H"]) != s["H"] else "")
     seq = f"S{s['S']}" + (f"/{s['S_k']}" if s.get("S_k", s["S"]) != s["S"] else "")
     return f"{head} {seq} D{s['D']}{' causal' if s['causal'] else ''}"

@@ -293,8 +293,12 @@ def bench_gemm(s, device, backend, reps, budget, progress) -> list:
     sets = []
     for i in range(n):
         g = torch.Generator(device=device).manual_seed(2000 + i)
-        sets.append(dict(a=torch.randn(M, K, generator=g, device=device, dtype=torch.bfloat16),
-                         b=torch.randn(K, N, generator=g, device=device, dtype=torch.bfloat16)))
+        a = torch.randn(M, K, generator=g, device=device, dtype=torch.bfloat16)
+        if shapes.gemm_layout(s) == "nt":  # a weight stored (N, K), passed as w.t(): every impl takes the view
+            b = torch.randn(N, K, generator=g, device=device, dtype=torch.bfloat16).t()
+        else:
+            b = torch.randn(K, N, generator=g, device=device, dtype=torch.bfloat16)
+        sets.append(dict(a=a, b=b))
     skipped = {}
     impls = baselines.gemm_impls(device, backend, skipped)
     x0 = sets[0]
@@ -433,6 +437,6 @@ def fresh_path(folder: str, stem: str) -> str:
 
 def _shape_str(s: dict) -> str:
     if "M" in s:
-        return f"M={s['M']} N={s['N']} K={s['K']}"
+        return f"M={s['M']} N={s['N']} K={s['K']}" + (" x @ w.T" if shapes.gemm_layout(s) == "nt" else "")
     return (f"B={s['B']} H={s['H']}/{s['H_kv']} S={s['S']}" + (f"/{s['S_k']}" if s['S_k'] != s['S'] else "")
             + f" D={s['D']}{' causal' if s['causal'] else ''}")

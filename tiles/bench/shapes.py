@@ -28,7 +28,14 @@ def gemm_shapes(suite: str):
     if suite != "quick":
         out += [dict(M=16384, N=8192, K=8192), dict(M=8192, N=8192, K=2048), dict(M=4096, N=14336, K=4096),
                 dict(M=8192, N=28672, K=8192), dict(M=4096, N=4096, K=14336)]
+        # x @ w.T with w stored (N, K), as nn.Linear keeps it: the layout most GEMMs in a model have
+        out += [dict(M=8192, N=8192, K=8192, layout="nt"), dict(M=4096, N=14336, K=4096, layout="nt")]
     return out
+
+
+def gemm_layout(s: dict) -> str:
+    """"nn" (B stored K x N, the default) or "nt" (B the transpose of an N x K storage)."""
+    return s.get("layout", "nn")
 
 
 def attention_flops(s: dict, backward=False) -> float:

@@ -223,14 +223,16 @@ class KernelCache:
             if name.endswith(ENTRY_SUFFIX) and not name.startswith(".") and st.st_uid == os.geteuid():
                 out["entries"] += 1
                 out["bytes"] += st.st_size
-            else:
+            elif stat.S_ISREG(st.st_mode):
                 out["other"] += 1
         return out
 
     def clear(self) -> dict:
         """Delete this user's entries, and the lock and temporary files of keys nobody is compiling now
         (a key's lock is tried without waiting: a compile in progress keeps its files and publishes its
-        entry as usual). Returns {"entries": deleted, "bytes": freed, "kept": files left}."""
+        entry as usual; a temporary file is only deleted once it is a minute old, as a writer that could
+        not lock writes it within seconds). Returns {"entries": deleted, "bytes": freed, "kept": other
+        files left}."""
         self.clear_memory()
         done = {"entries": 0, "bytes": 0, "kept": 0}
         keys = set()
@@ -249,13 +251,13 @@ class KernelCache:
             if fd is None and os.path.lexists(self._lock_path(digest)):
                 continue  # being compiled (or not ours): left as it is
             try:
-                self._sweep_temps(digest)
+                self._sweep_temps(digest, min_age=60.0)
                 if fd is not None:
                     self._unlink_lock(digest)
             finally:
                 if fd is not None:
                     os.close(fd)
-        done["kept"] = len(self._listing())
+        done["kept"] = sum(1 for _, st in self._listing() if stat.S_ISREG(st.st_mode))
         return done
 
     def get_or_build(self, key_parts: Mapping[str, Any], build: Callable[[], bytes], *,
@@ -403,57 +405,78 @@ class KernelCache:
                 pass
         return out
 
+    def _holds_path(self, fd: int, path: str) -> bool:
+        """Whether the locked file is still the one at `path`: a lock file is deleted while held (by the
+        builder that published, or by clear()), so a waiter that then gets the flock holds a file no
+        one else will open, and must lock the path's current file instead."""
+        try:
+            a, b = os.fstat(fd), os.stat(path, follow_symlinks=False)
+        except OSError:
+            return False
+        return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
     def _try_lock(self, digest: str) -> int | None:
         """An fd holding the key's flock if nobody holds it now; else None (no waiting, no creating)."""
+        path = self._lock_path(digest)
         try:
             import fcntl
-            fd = os.open(self._lock_path(digest), os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+            fd = os.open(path, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
         except (ImportError, OSError):
             return None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return fd
         except OSError:
             os.close(fd)
             return None
+        if not self._holds_path(fd, path):  # deleted since we opened it: someone else's now
+            os.close(fd)
+            return None
+        return fd
 
     def _acquire_file_lock(self, digest: str) -> int | None:
-        """An fd holding an exclusive flock for ``digest``, or None when locking is not possible."""
+        """An fd holding an exclusive flock for ``digest``'s lock file as it is now on disk, or None
+        when locking is not possible."""
         try:
             import fcntl
         except ImportError:  # not POSIX
             return None
         path = self._lock_path(digest)
         flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-        try:
-            fd = os.open(path, flags, 0o600)
-        except OSError:
-            return None
         deadline = time.monotonic() + self.lock_timeout
-        delay = 0.002
         while True:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fd = os.open(path, flags, 0o600)
+            except OSError:
+                return None
+            delay = 0.002
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    pass
+                except OSError:  # e.g. ENOLCK on some network file systems: go on without the lock
+                    os.close(fd)
+                    return None
+                if time.monotonic() > deadline:
+                    os.close(fd)
+                    _warn_once(("lock-timeout", self.directory),
+                               f"tiles: waited {self.lock_timeout:.0f} s for another process compiling into "
+                               f"{self.directory!r}; compiling here as well.")
+                    return None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.05)
+            if self._holds_path(fd, path):
                 return fd
-            except BlockingIOError:
-                pass
-            except OSError:  # e.g. ENOLCK on some network file systems: go on without the lock
-                os.close(fd)
-                return None
-            if time.monotonic() > deadline:
-                os.close(fd)
-                _warn_once(("lock-timeout", self.directory),
-                           f"tiles: waited {self.lock_timeout:.0f} s for another process compiling into "
-                           f"{self.directory!r}; compiling here as well.")
-                return None
-            time.sleep(delay)
-            delay = min(delay * 2, 0.05)
+            os.close(fd)  # the file was deleted while we waited on it: lock the one there now
 
     def _build_locked(self, digest: str, build: Callable[[], bytes], label: str) -> bytes:
         lock_fd = self._acquire_file_lock(digest)
         try:
             payload, why = self._read(digest)  # someone may have published while we waited
             if payload is not None:
+                if lock_fd is not None:
+                    self._unlink_lock(digest)  # (held and the entry is there: as after a publish)
                 return self._remember(digest, payload, disk=True)
             path = self._path(digest)
             if why == _INVALID:
@@ -473,8 +496,9 @@ class KernelCache:
             if lock_fd is not None:
                 os.close(lock_fd)  # releases the flock
 
-    def _sweep_temps(self, digest: str) -> None:
-        """Remove temporary files left for this key by writers that died (we hold the key's lock)."""
+    def _sweep_temps(self, digest: str, min_age: float = 0.0) -> None:
+        """Remove temporary files left for this key by writers that died (we hold the key's lock), of at
+        least `min_age` seconds."""
         prefix = "." + digest + "."
         try:
             names = os.listdir(self.directory)
@@ -484,7 +508,8 @@ class KernelCache:
             if n.startswith(prefix) and n.endswith(_TMP_SUFFIX):
                 p = os.path.join(self.directory, n)
                 try:
-                    if os.lstat(p).st_uid == os.geteuid():
+                    st = os.lstat(p)
+                    if st.st_uid == os.geteuid() and time.time() - st.st_mtime >= min_age:
                         os.unlink(p)
                 except OSError:
                     pass

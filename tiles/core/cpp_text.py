@@ -10,40 +10,45 @@ import re
 
 _VOIDS = re.compile(r"^(\s*)(\(void\)\w+\s*[;,]\s*)+$")
 _NAME = re.compile(r"\(void\)(\w+)")
+# comments and string / character literals: blanked before names are looked for (newlines kept)
+_NOT_CODE = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
 
 
-def _code(line: str) -> str:
-    """A line without its // comment (the generated code keeps no // inside string literals)."""
-    at = line.find("//")
-    return line if at < 0 else line[:at]
+def _code_only(source: str) -> str:
+    return _NOT_CODE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), source)
 
 
-def _rest_of_block(lines: list, i: int) -> str:
-    """The code after line i up to the end of the block that line i sits in."""
+def _rest_of_block(code: list, i: int) -> str:
+    """The code after line i up to the brace that closes the block line i sits in."""
     depth, out = 0, []
-    for line in lines[i + 1:]:
-        code = _code(line)
-        for ch in code:
+    for line in code[i + 1:]:
+        for at, ch in enumerate(line):
             depth += ch == "{"
             depth -= ch == "}"
             if depth < 0:
-                out.append(code[:code.rfind("}")])
+                out.append(line[:at])
                 return "\n".join(out)
-        out.append(code)
+        out.append(line)
     return "\n".join(out)
+
+
+def _reads(name: str, code: str) -> bool:
+    """Whether `code` names the variable (not a member .name, ->name or a qualified ::name)."""
+    return re.search(rf"(?<![\w.>:]){name}\b", code) is not None
 
 
 def drop_used_voids(source: str) -> str:
     """`source` with each `(void)x;` removed where its block goes on to read x."""
     lines = source.split("\n")
+    code = _code_only(source).split("\n")
     out = []
     for i, line in enumerate(lines):
         m = _VOIDS.match(line)
         if not m:
             out.append(line)
             continue
-        rest = _rest_of_block(lines, i)
-        keep = [n for n in _NAME.findall(line) if not re.search(rf"\b{n}\b", rest)]
+        rest = _rest_of_block(code, i)
+        keep = [n for n in _NAME.findall(line) if not _reads(n, rest)]
         if keep:
             out.append(m.group(1) + " ".join(f"(void){n};" for n in keep))
     return "\n".join(out)

@@ -12,7 +12,7 @@ from typing import Dict, Optional
 from tiles.core import ir, split
 from tiles.core.backend import LaunchCache, call_signature
 from tiles.core.lowering import Lowered
-from tiles.core.patterns import Interleave
+from tiles.core.patterns import Interleave, Pattern
 
 from . import runtime
 
@@ -342,7 +342,9 @@ class AttentionLaunch:
     @classmethod
     def launch(cls, backend, kfn, *args, **kwargs):
         if kwargs.get("options") is None:
-            pattern = kfn.trace(*args, **{k: v for k, v in kwargs.items() if k != "options"}).pattern
+            pattern = kfn.overlap  # a pattern chosen per call (a callable) is the traced kernel's
+            if not isinstance(pattern, Pattern):
+                pattern = kfn.trace(*args, **{k: v for k, v in kwargs.items() if k != "options"}).pattern
             kwargs["options"] = cls.schedule(kfn.name, kwargs.get("D"), args, bool(kwargs.get("causal")), pattern)
         go = cls.prepare(kfn, *args, **kwargs)
         if go is not None:

@@ -322,7 +322,7 @@ template <int R, int C> __device__ __forceinline__ void mask_rows(rt<float, R, C
 // ================================================================ row vectors (rv, one value per tile row)
 // Integer helpers for the IR's scalar expressions. cdiv is (a + b - 1) / b in C's truncating division,
 // as on every backend and in the interpreter (tiles/core/ir.py): a true ceiling only for a >= 0.
-__host__ __device__ __forceinline__ int ceil_div(int a, int b) { return (a + b - 1) / b; }
+__host__ __device__ __forceinline__ int ceil_div(int a, int b) { return b ? (a + b - 1) / b : 0; }
 __host__ __device__ __forceinline__ int int_min(int a, int b) { return a < b ? a : b; }
 __host__ __device__ __forceinline__ int int_max(int a, int b) { return a > b ? a : b; }
 
