@@ -44,7 +44,7 @@ def test_ir_text_is_readable():
                                         _t(1, 1, 1, dtype=torch.float32), 0.1, causal=True, D=64).text()
     for needle in ("kernel attention_fwd(", "overlap PingPong(stages=2)", "shared q: st<bf16, 128x64>",
                    "for kb in pipeline(", "mma(s, q, kt, tb=True, accumulate=False)", "row_max(m_new, s, m)",
-                   "mask_causal(s,", "store(O[pid2, :, pid1, :], o, row=pid0 * 128, col=0)"):
+                   "mask_causal(s,", "let row0 = pid0 * 128", "store(O[pid2, :, pid1, :], o, row=row0, col=0)"):
         assert needle in text, needle
 
 
@@ -334,3 +334,65 @@ def test_tile_names_stay_unique():
     k = tiles.kernel(body).trace(torch.zeros(4, 4))
     names = [x.name for x in k.tiles]
     assert len(names) == len(set(names)), names
+
+
+@tiles.kernel
+def _named(k, X, Y, *, BM=16):
+    tiles_m = k.let(k.cdiv(X.shape[0], BM))
+    k.grid(tiles_m * 2)
+    m, n = k.grouped(k.program_id(0), tiles_m, 2, 4)
+    row0 = k.let(m * BM)
+    k.let(n * 8, "col0")
+    t = k.reg(BM, 8, tiles.f32)
+    s = k.shared(BM, 8, X.dtype)
+    tiles.wait(tiles.load_async(s, X[:, :], row=row0, col=n * 8))
+    tiles.load(t, s)
+    tiles.store(Y[:, :], t, row=row0, col=n * 8)
+
+
+def test_let_names_expressions_in_the_text_only():
+    """k.let: the IR's text declares each name once (in order, later ones in terms of earlier ones) and
+    says it where the value is used; what a backend renders, and what the interpreter computes, is the
+    expression itself."""
+    x = _t(40, 16)
+    k = _named.trace(x, x)
+    text = k.text()
+    lets = [line.strip() for line in text.splitlines() if line.strip().startswith("let ")]
+    assert lets == ["let tiles_m = cdiv(X.shape0, 16)",
+                    "let m = pid0 // 8 * 4 + pid0 % 8 % min(tiles_m - pid0 // 8 * 4, 4)",
+                    "let n = pid0 % 8 // min(tiles_m - pid0 // 8 * 4, 4)",
+                    "let row0 = m * 16", "let col0 = n * 8"]
+    assert "grid (tiles_m * 2, 1, 1)" in text and "row=row0, col=n * 8" in text
+    store = [n for n in k.body if isinstance(n, ir.Op) and n.name == "store"][0]
+    plain = ir.render(store.attrs["row"])  # what the lowerings read: the expression, no names
+    assert plain.endswith(") * 16") and "cdiv(X.shape0, 16)" in plain and "tiles_m" not in plain
+    assert "row0" not in ir.render(store.attrs["row"], call=lambda op, a, b: f"{op}({a}, {b})")
+    y = torch.zeros_like(x)
+    backends.get("interp").launch(_named, x, y)
+    assert torch.equal(x, y)
+
+
+@pytest.mark.parametrize("body,msg", [
+    (lambda k: k.let(k.program_id(0) * 2, "not a name"), "must be an identifier"),
+    (lambda k: [k.let(k.program_id(0) * 2, "r"), k.let(k.program_id(0) * 3, "r")], "already names"),
+    (lambda k: k.let(k.program_id(0) * 2, "X"), "already names an argument"),
+    (lambda k: k.let(k.program_id(0) * 2, "BM"), "already names an argument"),
+    (lambda k: [k.let(i * 2, "ri") for i in k.range(3)], "program ids and sizes only"),
+    (lambda k: k.let(k.program_id(0) * 2), "give the name"),
+])
+def test_let_refusals(body, msg):
+    def fn(k, X, *, BM=16):
+        k.grid(1)
+        body(k)
+    with pytest.raises(TileError, match=msg):
+        tiles.kernel(fn).trace(_t(4, 4))
+
+
+def test_let_returns_numbers_and_sizes_as_they_are():
+    seen = []
+
+    def fn(k, X):
+        k.grid(1)
+        seen.extend([k.let(3, "three"), k.let(X.shape[0], "rows")])
+    k = tiles.kernel(fn).trace(_t(4, 4))
+    assert isinstance(seen[0], ir.Const) and isinstance(seen[1], ir.Sym) and k.lets == []

@@ -144,7 +144,7 @@ def test_source_is_the_ir_op_by_op():
     for ir_op, call in [("mma(s, q, kt, tb=True, accumulate=False)", "mma_ABt(s, S.q, wg_row0, S.kt[pos.stage], false);"),
                         ("mma(o, p, vt, accumulate=True)", "if (held >= 0) mma_AB(o, p, S.vt[held], true);"),
                         ("row_max(m_new, s, m)", "row_max_scaled<true>(m_new, s, (scale * 1.4426950408889634f), m);"),
-                        ("mask_causal(s, row0=pid0 * 128", "mask_causal(s, pid0 * 128 + wg_row0, kb * 128, K_shape1 - Q_shape1"),
+                        ("mask_causal(s, row0=row0", "mask_causal(s, pid0 * 128 + wg_row0, kb * 128, K_shape1 - Q_shape1"),
                         ("store(L[pid2, pid1, :], alpha", "store(L + pid2 * L_stride0 + pid1 * L_stride1, L_stride2")]:
         assert f"// {ir_op}" in src, ir_op
         assert call in src, call

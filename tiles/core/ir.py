@@ -94,6 +94,9 @@ class Bin(Expr):
     op: str  # + - * // / % min max cdiv
     a: Expr
     b: Expr
+    # the name a kernel gave this expression (k.let): the IR's text form says the name where it is
+    # used and declares it once; the backends render the expression itself
+    label: Optional[str] = None
 
     @property
     def is_float(self):
@@ -200,9 +203,10 @@ def fold(e: Expr, values: Optional[dict] = None) -> Expr:
 _PREC = {"+": 1, "-": 1, "*": 2, "//": 2, "/": 2, "%": 2}
 
 
-def render(e: Expr, name: Callable[[Sym], str] = lambda s: s.name, call=None, parent=0) -> str:
+def render(e: Expr, name: Callable[[Sym], str] = lambda s: s.name, call=None, parent=0, labels=False) -> str:
     """Text of an expression. `call(op, a, b)` spells min/max/cdiv and the integer division for a
-    target language; the default spelling is the IR's own."""
+    target language, whose text is folded first (fold); the default spelling is the IR's own, with
+    `labels` the names k.let gave (the IR's text form)."""
     if isinstance(e, Const):
         v = e.value
         if isinstance(v, float):
@@ -210,12 +214,14 @@ def render(e: Expr, name: Callable[[Sym], str] = lambda s: s.name, call=None, pa
         return str(v)
     if isinstance(e, Sym):
         return name(e)
-    if not parent:
+    if labels and isinstance(e, Bin) and e.label:
+        return e.label
+    if not parent and call is not None:
         e = fold(e)
         if not isinstance(e, Bin):
             return render(e, name, call, parent)
-    a = render(e.a, name, call, _PREC.get(e.op, 0))
-    b = render(e.b, name, call, _PREC.get(e.op, 0) + 1)
+    a = render(e.a, name, call, _PREC.get(e.op, 0), labels)
+    b = render(e.b, name, call, _PREC.get(e.op, 0) + 1, labels)
     if e.op in ("min", "max", "cdiv"):
         return call(e.op, a, b) if call else f"{e.op}({a}, {b})"
     op = e.op
@@ -308,7 +314,7 @@ class View:
         return self.param.dtype
 
     def text(self) -> str:
-        parts = [":" if x is None else render(x) for x in self.index]
+        parts = [":" if x is None else render(x, labels=True) for x in self.index]
         return f"{self.param.name}[{', '.join(parts)}]"
 
 
@@ -375,6 +381,7 @@ class Kernel:
     body: list
     pattern: Pattern
     doc: str = ""
+    lets: list = field(default_factory=list)  # the Bins k.let named, in order (the text form declares them)
 
     # --- queries the lowerings use
     def walk(self, nodes=None):
@@ -406,7 +413,7 @@ def _arg_text(x) -> str:
     if isinstance(x, View):
         return x.text()
     if isinstance(x, Expr):
-        return render(x)
+        return render(x, labels=True)
     if isinstance(x, float):
         return render(Const(x))
     return repr(x)
@@ -434,7 +441,9 @@ def format_kernel(k: Kernel) -> str:
     if k.constexprs:
         lines.append("  constexpr " + ", ".join(f"{a}={v!r}" for a, v in k.constexprs.items()))
     lines.append(f"  overlap {k.pattern.describe()}")
-    lines.append("  grid (" + ", ".join(render(g) for g in k.grid) + ")")
+    for e in k.lets:
+        lines.append(f"  let {e.label} = {render(Bin(e.op, e.a, e.b), labels=True)}")
+    lines.append("  grid (" + ", ".join(render(g, labels=True) for g in k.grid) + ")")
     for t in k.tiles:
         lines.append(f"  {t.kind:6} {t.name}: {t.type_str()}")
 
@@ -444,7 +453,8 @@ def format_kernel(k: Kernel) -> str:
             if isinstance(n, Loop):
                 kw = "pipeline" if n.pipelined else "range"
                 merge = f", merge={n.merge.text()}" if n.merge is not None else ""
-                lines.append(f"{pad}for {n.index.name} in {kw}({render(n.start)}, {render(n.stop)}{merge}):")
+                lines.append(f"{pad}for {n.index.name} in {kw}({render(n.start, labels=True)}, "
+                             f"{render(n.stop, labels=True)}{merge}):")
                 body(n.body, depth + 1)
             else:
                 lines.append(f"{pad}{format_op(n)}")

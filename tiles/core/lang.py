@@ -54,6 +54,7 @@ def current() -> "Builder":
 
 
 _ASSIGN = re.compile(r"^\s*([A-Za-z_]\w*)\s*=")
+_PAIR_ASSIGN = re.compile(r"^\s*([A-Za-z_]\w*)\s*,\s*([A-Za-z_]\w*)\s*=")
 
 
 class Builder:
@@ -71,6 +72,7 @@ class Builder:
         self._pending: dict[str, tuple] = {}  # token -> (its load_async, the block it was issued in), until waited on
         self._loops = 0
         self._has_pipeline = False
+        self.lets: list = []  # the expressions k.let named, in order
 
     # ---- naming: a tile takes the name of the variable it is assigned to, so the IR and the
     # generated code read like the kernel source.
@@ -136,14 +138,48 @@ class Builder:
 
     cdiv = staticmethod(ir.cdiv)
 
-    @staticmethod
-    def grouped(pid, tiles_m, tiles_n, group: int):
+    def let(self, value, name: Optional[str] = None):
+        """`value`, a run-time integer of program ids and sizes, under a name: the IR's text form (the
+        header of every generated source) declares `let name = ...` once and says the name wherever the
+        value is used; the generated code is the same. The name defaults to the variable assigned
+        (`row0 = k.let(qb * BM)`)."""
+        e = _int_expr("k.let", value)
+        if not isinstance(e, ir.Bin):
+            return e  # a size, a program id or a number already reads as itself
+        if name is None:
+            loc = _caller_loc()
+            m = _ASSIGN.match(loc.code) if loc else None
+            if m is None:
+                fail("k.let", "give the name (k.let(value, name)) where the value is not assigned to a variable")
+            name = m.group(1)
+        if not isinstance(name, str) or not name.isidentifier():
+            fail("k.let", f"the name must be an identifier, got {name!r}")
+        if name in self._taken or name in {x.label for x in self.lets}:
+            fail("k.let", f"{name!r} already names a tile or an expression of this kernel")
+        late = [x.name for x in ir.symbols(e) if x.kind not in ("pid", "dim", "stride")]
+        if late:
+            fail("k.let", f"names expressions of program ids and sizes only (declared once, at the top); "
+                          f"{name} reads {', '.join(sorted(set(late)))}")
+        if e.label is not None:  # the same value under a second name: a copy carries it
+            e = ir.Bin(e.op, e.a, e.b)
+        e.label = name
+        self._taken.add(name)
+        self.lets.append(e)
+        return e
+
+    def grouped(self, pid, tiles_m, tiles_n, group: int, names=None):
         """(m, n) of tile `pid` in grouped order: `group` rows of tiles are swept column by column,
-        so consecutive programs share A rows and B columns in L2."""
+        so consecutive programs share A rows and B columns in L2. The two are named (k.let) after the
+        variables assigned (`m, n = k.grouped(...)`), else `names`, else m and n."""
         width = group * tiles_n
         first_m = (pid // width) * group
         rows = ir.smin(tiles_m - first_m, group)
-        return first_m + (pid % width) % rows, (pid % width) // rows
+        m, n = first_m + (pid % width) % rows, (pid % width) // rows
+        if names is None:
+            loc = _caller_loc()
+            pair = _PAIR_ASSIGN.match(loc.code) if loc else None
+            names = pair.groups() if pair else ("m", "n")
+        return self.let(m, names[0]), self.let(n, names[1])
     min = staticmethod(ir.smin)
     max = staticmethod(ir.smax)
 
@@ -192,7 +228,12 @@ class Builder:
             fail("kernel", f"{name} never called k.grid(...)")
         if self._pending:
             fail("kernel", f"load_async tokens {sorted(self._pending)} are never waited on")
-        return ir.Kernel(name, params, scalars, constexprs, self.tiles, self._grid, self.blocks[0], self.pattern, doc)
+        taken = {p.name for p in params} | {x.name for x in scalars} | set(constexprs)
+        for e in self.lets:
+            if e.label in taken:
+                fail("k.let", f"{e.label!r} already names an argument of {name}")
+        return ir.Kernel(name, params, scalars, constexprs, self.tiles, self._grid, self.blocks[0], self.pattern, doc,
+                         lets=list(self.lets))
 
 
 class GlobalArg:

@@ -36,8 +36,8 @@ def attention_fwd(k, Q, K, V, O, L, scale, *, causal, D, BM=128, BN=128):
     Sk, Hkv = K.shape[1], K.shape[2]
     k.grid(k.cdiv(Sq, BM), H, Bsz)
     qb, h, b = k.program_id(0), k.program_id(1), k.program_id(2)
-    hk = h // (H // Hkv)
-    row0 = qb * BM
+    hk = k.let(h // (H // Hkv))  # the key / value head (named in the IR's text form)
+    row0 = k.let(qb * BM)
 
     q = k.shared(BM, D, Q.dtype)
     kt = k.shared(BN, D, K.dtype)
@@ -129,8 +129,9 @@ def _dkdv(k, Q, K, V, dO, L, Delta, dK, dV, scale, causal, D, BM, BN, dQacc=None
     Bsz, Sq, H = Q.shape[0], Q.shape[1], Q.shape[2]
     Sk, Hkv = K.shape[1], K.shape[2]
     k.grid(k.cdiv(Sk, BN), Hkv, Bsz)
-    kcol0, hk, b = k.program_id(0) * BN, k.program_id(1), k.program_id(2)
-    group = H // Hkv
+    kcol0 = k.let(k.program_id(0) * BN)
+    hk, b = k.program_id(1), k.program_id(2)
+    group = k.let(H // Hkv)  # query heads a key / value head serves
 
     kt = k.shared(BN, D, K.dtype)
     vt = k.shared(BN, D, V.dtype)
@@ -202,8 +203,8 @@ def attention_bwd_dq(k, Q, K, V, dO, L, Delta, dQ, scale, *, causal, D, BM=64, B
     Sk, Hkv = K.shape[1], K.shape[2]
     k.grid(k.cdiv(Sq, BM), H, Bsz)
     qb, h, b = k.program_id(0), k.program_id(1), k.program_id(2)
-    hk = h // (H // Hkv)
-    qrow0 = qb * BM
+    hk = k.let(h // (H // Hkv))
+    qrow0 = k.let(qb * BM)
 
     q = k.shared(BM, D, Q.dtype)
     do = k.shared(BM, D, dO.dtype)

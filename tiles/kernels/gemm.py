@@ -11,7 +11,8 @@ def gemm(k, A, B, C, *, BM=128, BN=256, BK=64, group=8):
     that programs running together share rows of A and columns of B in L2."""
     M, K = A.shape
     N = B.shape[1]
-    tiles_m, tiles_n = k.cdiv(M, BM), k.cdiv(N, BN)
+    tiles_m = k.let(k.cdiv(M, BM))  # named in the IR's text form; the code is the same
+    tiles_n = k.let(k.cdiv(N, BN))
     k.grid(tiles_m * tiles_n)
     m, n = k.grouped(k.program_id(0), tiles_m, tiles_n, group)
 

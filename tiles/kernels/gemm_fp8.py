@@ -27,7 +27,8 @@ def gemm_fp8(k, A, B, SA, SB, C, *, BM=128, BN=SCALE_BLOCK, BK=SCALE_BLOCK, grou
     too (one B scale per tile and K block)."""
     M, K = A.shape
     N = B.shape[0]
-    tiles_m, tiles_n = k.cdiv(M, BM), k.cdiv(N, BN)
+    tiles_m = k.let(k.cdiv(M, BM))  # named in the IR's text form; the code is the same
+    tiles_n = k.let(k.cdiv(N, BN))
     k.grid(tiles_m * tiles_n)
     m, n = k.grouped(k.program_id(0), tiles_m, tiles_n, group)
 
@@ -59,7 +60,8 @@ def gemm_fp8_rowwise(k, A, B, SA, SB, C, *, BM=128, BN=SCALE_BLOCK, BK=SCALE_BLO
     more than 128 products (as gemm_fp8's promotion, with nothing to scale)."""
     M, K = A.shape
     N = B.shape[0]
-    tiles_m, tiles_n = k.cdiv(M, BM), k.cdiv(N, BN)
+    tiles_m = k.let(k.cdiv(M, BM))  # named in the IR's text form; the code is the same
+    tiles_n = k.let(k.cdiv(N, BN))
     k.grid(tiles_m * tiles_n)
     m, n = k.grouped(k.program_id(0), tiles_m, tiles_n, group)
 
