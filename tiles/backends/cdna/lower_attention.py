@@ -388,13 +388,20 @@ class CDNAAttentionLowering(Lowering):
     def view(self, v: ir.View, eb: int) -> str:
         p = v.param
         kept = v.kept
-        off = " + ".join(f"(long long)({self.expr(x)}) * {self.sym_name(p.strides[i])}" for i, x in enumerate(v.index) if x is not None)
+        def wide(x):  # the index in 64 bits before it meets its stride
+            t = self.expr(x)
+            return f"(long long){t}" if t.isidentifier() or t.isdigit() else f"(long long)({t})"
+        off = " + ".join(f"{wide(x)} * {self.sym_name(p.strides[i])}" for i, x in enumerate(v.index) if x is not None)
         base = f"{p.name} + {off}" if off else p.name
         if len(kept) == 2:
             r, c = kept
             return f"make_view<{eb}>({base}, {self.sym_name(p.dims[r])}, {self.sym_name(p.dims[c])}, {self.sym_name(p.strides[r])})"
         (c,) = kept
         return f"make_view<{eb}>({base}, 1, {self.sym_name(p.dims[c])}, {self.sym_name(p.dims[c])})"
+
+    def view_decl(self, nm: str, v: ir.View, eb: int, note: str = "") -> List[str]:
+        """The IR's window as a comment line, then the gview that reads it."""
+        return [f"// {v.text()}{note}", f"const gview<{eb}> {nm} = {self.view(v, eb)};"]
 
     # ------------------------------------------------------------ op translation (one IR op -> ops.h calls)
     def rows(self, e) -> str:
@@ -507,7 +514,7 @@ class CDNAAttentionLowering(Lowering):
         views = []
         for nm, v, eb in (("gQ", g["lq"].ins[0], 2), ("gK", g["lk"].ins[0], 2), ("gV", g["lv"].ins[0], 2)):
             self.viewname[id(v)] = nm
-            views.append(f"const gview<{eb}> {nm} = {self.view(v, eb)};  // {v.text()}")
+            views += self.view_decl(nm, v, eb)
         ob = {"f32": 4, "bf16": 2, "f16": 2}[O.dtype.name]
         for n in g["post"]:
             if n.name == "store":
@@ -519,7 +526,7 @@ class CDNAAttentionLowering(Lowering):
                     self._fail(f"store to {v.text()}")
                 eb = ob if nm == "gO" else 4
                 self.viewname[id(v)] = nm
-                views.append(f"const gview<{eb}> {nm} = {self.view(v, eb)};  // {v.text()}")
+                views += self.view_decl(nm, v, eb)
         if set(self.viewname.values()) != {"gQ", "gK", "gV", "gO", "gL"}:
             self._fail("expected stores to O[...] and L[...] after the loop")
 
@@ -882,13 +889,13 @@ class CDNAAttentionBwdDqLowering(CDNAAttentionLowering):
         views = []
         for nm, v, eb in (("gQ", g["lq"].ins[0], 2), ("gdO", g["ldo"].ins[0], 2), ("gK", g["lk"].ins[0], 2), ("gV", g["lv"].ins[0], 2)):
             self.viewname[id(v)] = nm
-            views.append(f"const gview<{eb}> {nm} = {self.view(v, eb)};  // {v.text()}")
+            views += self.view_decl(nm, v, eb)
         for n in g["pre"]:
             if n.name == "load":
                 v = n.ins[0]
                 nm = "gL" if v.param is L else "gDelta"
                 self.viewname[id(v)] = nm
-                views.append(f"const gview<4> {nm} = {self.view(v, 4)};  // {v.text()}")
+                views += self.view_decl(nm, v, 4)
         ob = {"f32": 4, "bf16": 2, "f16": 2}[dQ.dtype.name]
         for n in g["post"]:
             if n.name == "store":
@@ -896,7 +903,7 @@ class CDNAAttentionBwdDqLowering(CDNAAttentionLowering):
                 if v.param is not dQ:
                     self._fail(f"store to {v.text()}")
                 self.viewname[id(v)] = "gdQ"
-                views.append(f"const gview<{ob}> gdQ = {self.view(v, ob)};  // {v.text()}")
+                views += self.view_decl("gdQ", v, ob)
         if "gdQ" not in self.viewname.values():
             self._fail("expected a store to dQ[...] after the loop")
         idx = loop.index.name
@@ -1246,25 +1253,25 @@ class CDNAAttentionBwdDkdvLowering(CDNAAttentionBwdDqLowering):
         ob = {"f32": 4, "bf16": 2, "f16": 2}[dK.dtype.name]
         for nm, v in (("gK", g["lk"].ins[0]), ("gV", g["lv"].ins[0])):
             self.viewname[id(v)] = nm
-            views.append(f"const gview<2> {nm} = {self.view(v, 2)};  // {v.text()}")
+            views += self.view_decl(nm, v, 2)
         for n in g["post"]:
             if n.name == "store":
                 v = n.ins[1]
                 nm = "gdK" if v.param is dK else "gdV" if v.param is dV else self._fail(f"store to {v.text()}")
                 self.viewname[id(v)] = nm
-                views.append(f"const gview<{ob}> {nm} = {self.view(v, ob)};  // {v.text()}")
+                views += self.view_decl(nm, v, ob)
         if sorted(self.viewname.values()) != ["gK", "gV", "gdK", "gdV"]:
             self._fail("expected stores to dK[...] and dV[...] after the loops")
         for n in g["vloads"]:  # per group member: views at the current head
             v = n.ins[0]
             nm = "gL" if v.param is L else "gDelta"
             self.viewname[id(v)] = nm
-            loop_views.append(f"const gview<4> {nm} = {self.view(v, 4)};  // {v.text()}")
+            loop_views += self.view_decl(nm, v, 4)
         gn, qn = self.sym_name(gloop.index) + "_next", self.sym_name(loop.index) + "_next"
         nxt = {gi: gn}
         for nm, n in (("gQ_next", g["lq"]), ("gdO_next", g["ldo"])):
             v = n.ins[0]
-            next_views.append(self._with(nxt, lambda: f"const gview<2> {nm} = {self.view(v, 2)};  // {v.text()}, next tile"))
+            next_views += self._with(nxt, lambda: self.view_decl(nm, v, 2, ", the next tile's"))
         row_q = self._with({qi: qn}, lambda: self.expr(g["lq"].attrs["row"]))
         row_do = self._with({qi: qn}, lambda: self.expr(g["ldo"].attrs["row"]))
         args = self.launch_args()
