@@ -86,10 +86,17 @@ def gemm_source(in_dtype="bf16", out_dtype="bf16", *, template: str = "gemm.cu.j
                          f"out_dtype {out_dtype} leaves no room for both (use deferred_store=False)")
     if cfg["cluster"] not in (1, 2) or (cfg["cluster"] > 1 and (cfg["b_kmajor"] or (cfg["BN"] // 64) % cfg["cluster"])):
         raise ValueError("cluster is 1 or 2 (multicast of row-major B split by 64-column chunks)")
-    name = name or "tiles_gemm_{it}_{ot}_{BM}x{BN}x{BK}_s{stages}_c{consumers}_g{group_m}{t}{e}{cl}{wd}{ds}".format(
-        it=it, ot=ot, t="_bt" if cfg["b_kmajor"] else "", e="_tmaepi" if cfg["epilogue"] == "tma" else "",
-        cl=f"_cl{cfg['cluster']}" if cfg["cluster"] > 1 else "",
-        wd=f"_wd{cfg['wide_stores']}" if cfg["wide_stores"] else "", ds="_ds" if cfg["deferred_store"] else "", **cfg)
+    tags = [(f"s{cfg['stages']}", f"{cfg['stages']} ring stages", True),
+            (f"c{cfg['consumers']}", f"{cfg['consumers']} consumer warpgroups", True),
+            (f"g{cfg['group_m']}", f"tile rows in groups of {cfg['group_m']}", True),
+            ("bt", "B read K-major (an N x K storage)", cfg["b_kmajor"]),
+            ("tmaepi", "the tile stored by TMA", cfg["epilogue"] == "tma"),
+            (f"cl{cfg['cluster']}", f"{cfg['cluster']}-CTA clusters sharing B", cfg["cluster"] > 1),
+            (f"wd{cfg['wide_stores']}", f"{cfg['wide_stores']} pairs a store", bool(cfg["wide_stores"])),
+            ("ds", "a finished tile stored under the next tile's first k-block", cfg["deferred_store"])]
+    on = [(t, meaning) for t, meaning, used in tags if used]
+    legend = "" if name else ", ".join(f"{t} {meaning}" for t, meaning in on)  # a caller's name has no tags
+    name = name or "tiles_gemm_{it}_{ot}_{BM}x{BN}x{BK}".format(it=it, ot=ot, **cfg) + "".join("_" + t for t, _ in on)
     # the ring (1 KB-aligned tiles) [+ 2 staging tiles of 8 KB per consumer] + the barrier block
     # rounded to 1 KB + 1 KB of alignment slack
     smem = cfg["stages"] * _stage_bytes(cfg) + 1024 + 1024
@@ -97,7 +104,7 @@ def gemm_source(in_dtype="bf16", out_dtype="bf16", *, template: str = "gemm.cu.j
         smem += cfg["consumers"] * 2 * 64 * 128
     if smem > SMEM_LIMIT:
         raise ValueError(f"{cfg['stages']} stages need {smem} bytes of shared memory (limit {SMEM_LIMIT})")
-    src = _env().get_template(template).render(name=name, in_t=it, out_t=ot, **cfg, **(context or {}))
+    src = _env().get_template(template).render(name=name, in_t=it, out_t=ot, legend=legend, **cfg, **(context or {}))
     return GemmKernel(source=src, name=name, cfg=cfg, smem_bytes=smem, threads=128 * (1 + cfg["consumers"]),
                       in_t=it, out_t=ot)
 

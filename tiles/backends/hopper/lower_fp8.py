@@ -203,22 +203,40 @@ def fp8_source(out_dtype="bf16", *, name: str = "", BM=128, BN=128, BK=128, cons
     if "stages" not in over:  # the default ring, as deep as shared memory allows
         while cfg["stages"] > 2 and _smem(cfg, BM, BN, BK) > SMEM_LIMIT:
             cfg["stages"] -= 1
-    suffix = "_s{stages}_g{group_m}_{epilogue}".format(**cfg) + ("_ov" if cfg["overlap"] else "") \
-        + (f"_cl{cfg['cluster']}" if cfg["cluster"] > 1 else "") + ("_pp" if cfg["schedule"] == "pingpong" else "") + ("_sk" if cfg["stream_k"] else "") \
-        + ("" if cfg["clamp_scales"] else "_checked") + (f"_wd{cfg['wide_stores']}" if cfg["wide_stores"] else "") \
-        + ("_i32" if cfg["scale_index32"] else "") \
-        + (f"_st{cfg['sa_major']}{cfg['sb_major']}" if cfg["scales_tma"] else "") \
-        + (f"_rg{cfg['sa_group']}{cfg['sb_group']}" if cfg["sa_group"] > 1 or cfg["sb_group"] > 1 else "") \
-        + ("_pg" if cfg["sa_per_group"] else "") + ("8" if cfg["sa_box_blocks"] == 8 else "") \
-        + ("_ds" if cfg["defer_store"] else "") + ("_rw" if cfg["rowwise"] else "")
+    suffix, legend = _name_tags(cfg)
     name = (name or "tiles_gemm_fp8_{ot}_{BM}x{BN}x{BK}".format(ot=ot, **cfg)) + suffix
     smem = _smem(cfg, BM, BN, BK)
     if smem > SMEM_LIMIT:
         raise ValueError(f"{cfg['stages']} stages need {smem} bytes of shared memory (limit {SMEM_LIMIT})")
     boxes = _scale_boxes(cfg, BM, BN) if cfg["scales_tma"] else None
-    src = gemm_probe._env().get_template("gemm_fp8.cu.j2").render(name=name, out_t=ot, ir_name=ir_name,
+    src = gemm_probe._env().get_template("gemm_fp8.cu.j2").render(name=name, out_t=ot, ir_name=ir_name, legend=legend,
                                                                   ir_text=ir_text, scale_boxes=boxes, **cfg)
     return dict(source=src, name=name, cfg=cfg, smem=smem, threads=128 * (1 + consumers))
+
+
+def _name_tags(cfg: dict):
+    """The entry name's suffix (one tag an option, e.g. _s6_g8_tma_ov) and its legend for the header."""
+    major = {"k": "K", "m": "M", "n": "N"}
+    tags = [(f"s{cfg['stages']}", f"{cfg['stages']} ring stages", True),
+            (f"g{cfg['group_m']}", f"tile rows in groups of {cfg['group_m']}", True),
+            (cfg["epilogue"], {"tma": "the tile stored by TMA", "regs": "the tile stored from registers"}[cfg["epilogue"]], True),
+            ("ov", "the promotion under the next block's wgmmas", cfg["overlap"]),
+            (f"cl{cfg['cluster']}", f"{cfg['cluster']}-CTA clusters sharing B", cfg["cluster"] > 1),
+            ("pp", "the consumer warpgroups take turns (ping-pong)", cfg["schedule"] == "pingpong"),
+            ("sk", "stream-K over the last waves", cfg["stream_k"]),
+            ("checked", "scale loads bounds-checked", not cfg["clamp_scales"]),
+            (f"wd{cfg['wide_stores']}", f"{cfg['wide_stores']} pairs a store", bool(cfg["wide_stores"])),
+            ("i32", "32-bit scale offsets", cfg["scale_index32"]),
+            (f"st{cfg['sa_major']}{cfg['sb_major']}",
+             f"scales by TMA, A's along {major[cfg['sa_major']]} and B's along {major[cfg['sb_major']]}", cfg["scales_tma"]),
+            (f"rg{cfg['sa_group']}{cfg['sb_group']}",
+             f"scale rows {cfg['sa_group']} (A) and {cfg['sb_group']} (B) to an aligned row", cfg["sa_group"] > 1 or cfg["sb_group"] > 1),
+            ("pg" + ("8" if cfg["sa_box_blocks"] == 8 else ""),
+             f"one A-scale box of {cfg['sa_box_blocks']} K blocks a row group", cfg["sa_per_group"]),
+            ("ds", "a finished tile stored under the next tile's first wgmmas", cfg["defer_store"]),
+            ("rw", "row-wise scales", cfg["rowwise"])]
+    on = [(t, meaning) for t, meaning, used in tags if used]
+    return "".join("_" + t for t, _ in on), ", ".join(f"{t} {meaning}" for t, meaning in on)
 
 
 def _smem(cfg: dict, BM: int, BN: int, BK: int) -> int:
