@@ -14,8 +14,8 @@ import torch
 from tiles import backends
 from tiles.core import ir
 from tiles.core.dtypes import bf16, f32
-from tiles.core.lang import (col_max, col_sum, exp, fill, fill_where, load, mask_causal, mask_rows, mma, row_max,
-                             store, sub_col, zero)
+from tiles.core.lang import (add_col, col_max, col_sum, exp, fill, fill_where, load, mask_causal, mask_rows, mma, mul,
+                             row_max, store, sub_col, zero)
 from tiles.core.lowering import LoweringError
 from tiles.core.patterns import Pipelined
 from tiles.core.trace import kernel
@@ -163,9 +163,7 @@ needs_nvrtc = pytest.mark.skipif(not _nvrtc_ok(), reason="NVRTC is not loadable"
 
 def _lowered(case):
     kfn, args, kw = CASES[case]
-    if kfn.name in SUITE:
-        return backends.get("hopper").lower(kfn, *args, **kw)
-    return lower_simt.SimtLowering(kfn.trace(*args, **kw)).lower()
+    return backends.get("hopper").lower(kfn, *args, **kw)  # a user's kernel without mma: the SIMT lowering
 
 
 @needs_nvrtc
@@ -240,3 +238,54 @@ def test_tensors_named_like_the_templates_own_names_compile():
     lo = lower_simt.SimtLowering(clash.trace(x, x, x, x)).lower()
     assert "const float* __restrict__ L_" in lo.source and "float* simt_" in lo.source
     runtime.compile_cuda(lo.source, name=lo.entry + ".cu", cache=False)  # raises CompileError if a name hides one
+
+
+@kernel(overlap=Pipelined(stages=1))
+def scale_shift(k, X, Bias, Y, alpha, *, BM=16, N=64):
+    """docs/getting-started.md's first kernel."""
+    M = X.shape[0]
+    k.grid(k.cdiv(M, BM))
+    r0 = k.program_id(0) * BM
+    x = k.reg(BM, N, f32)
+    b = k.vec(N, f32, axis="col")
+    load(x, X[:, :], row=r0, col=0)
+    load(b, Bias[:], row=0)
+    mul(x, x, alpha)
+    add_col(x, x, b)
+    store(Y[:, :], x, row=r0, col=0)
+
+
+def test_a_users_kernel_without_mma_takes_the_simt_lowering(hopper):
+    """As on CDNA: a kernel of the user's without mma lowers op by op; one with mma is tried as a GEMM."""
+    lo = hopper.lower(scale_shift, meta(50, 64, dtype=torch.float32), meta(64, dtype=torch.float32),
+                      meta(50, 64, dtype=torch.float32), 0.5)
+    assert "simt::bcast_col<float>(x, x, b, simt::add{});" in lo.source
+    assert hopper._lowering("scale_shift", scale_shift.trace(meta(50, 64), meta(64), meta(50, 64), 0.5)) is \
+        lower_simt.SimtLowering
+
+
+@pytest.mark.parametrize("shape,dtype", [((50, 64), torch.float32), ((1000, 64), torch.bfloat16), ((7, 64), torch.float16)])
+def test_users_kernels_run_on_the_gpu_as_in_the_interpreter(shape, dtype):
+    """On an sm_90 GPU: the getting-started kernel and the masked softmax statistics above, launched through
+    backends.get('hopper'), give the interpreter's results (elementwise f32 math: to rounding)."""
+    import needs
+    hop = needs.hopper_gpu()
+    interp = backends.get("interp")
+    g = torch.Generator().manual_seed(shape[0])
+    X, bias = torch.randn(*shape, generator=g).to(dtype), torch.randn(shape[1], generator=g).to(dtype)
+    want = torch.empty_like(X)
+    interp.launch(scale_shift, X, bias, want, 0.5)
+    got = torch.empty_like(X).cuda()
+    hop.launch(scale_shift, X.cuda(), bias.cuda(), got, 0.5)
+    torch.cuda.synchronize()
+    # f32: mul then add, which the GPU may fuse (one rounding fewer); 16-bit outputs: one rounding apart
+    rtol = {torch.float32: 1e-6, torch.bfloat16: 2 ** -7, torch.float16: 2 ** -10}[dtype]
+    torch.testing.assert_close(got.cpu().float(), want.float(), rtol=rtol, atol=1e-6)
+    S = torch.randn(shape[0], 300, generator=g)
+    outs = {}
+    for name, be, dev in (("interp", interp, "cpu"), ("hopper", hop, "cuda")):
+        out, cm = torch.empty(shape[0], 300, dtype=torch.bfloat16, device=dev), torch.empty(300, device=dev)
+        be.launch(masked_softmax_stats, S.to(dev), out, cm)
+        outs[name] = (out.cpu().float(), cm.cpu())
+    torch.testing.assert_close(outs["hopper"][1], outs["interp"][1], rtol=0, atol=0)  # maxima of the same values
+    torch.testing.assert_close(outs["hopper"][0], outs["interp"][0], rtol=2 ** -7, atol=1e-5)  # expf to a few ulp, bf16

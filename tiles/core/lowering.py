@@ -52,6 +52,33 @@ def template_env(folder: str) -> jinja2.Environment:
     )
 
 
+class NamedViews:
+    """Global windows declared once, before a kernel's first statement, under their tensor's name (gX), with
+    the window's IR text above: a load or store then reads `simt::load(x, gX, row, col)`. Only windows whose
+    indices are fixed for the whole program (program ids and sizes) are declared; one that moves with a
+    loop stays inline. `taken`: the C++ names the kernel already uses."""
+
+    def __init__(self, taken):
+        self.taken = set(taken)
+        self.by_text: dict = {}
+        self.lines: list = []
+
+    def use(self, view: ir.View, text: str) -> str:
+        """The name of the window `text` (its C++ construction) declares, or `text` where it must stay inline."""
+        if any(s.kind not in ("pid", "dim", "stride") for x in view.index if x is not None for s in ir.symbols(x)):
+            return text
+        name = self.by_text.get(text)
+        if name is None:
+            base = "g" + "".join(c if c.isalnum() or c == "_" else "_" for c in view.param.name)
+            name, i = base, 1
+            while name in self.taken:
+                name, i = f"{base}{i}", i + 1
+            self.taken.add(name)
+            self.by_text[text] = name
+            self.lines += [f"// {view.text()}", f"const auto {name} = {text};"]
+        return name
+
+
 class LoweringError(ValueError):
     """The backend cannot lower this kernel (shape, dtype or op unsupported); says what would work."""
 

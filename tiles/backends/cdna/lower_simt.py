@@ -20,7 +20,7 @@ import math
 from typing import Optional
 
 from tiles.core import ir
-from tiles.core.lowering import Lowered, Lowering, LoweringError, header_files
+from tiles.core.lowering import Lowered, Lowering, LoweringError, NamedViews, header_files
 
 from .gemm_probe import INCLUDE_DIR, TEMPLATE_DIR
 
@@ -101,6 +101,9 @@ class SimtLowering(Lowering):
         self.red_floats = 0
         self.names = self.cxx_names()
         self.written = {op.ins[1].param.name for op in kernel.walk() if isinstance(op, ir.Op) and op.name == "store"}
+        syms = {self.sym_name(d) for p in kernel.params for d in p.dims + p.strides}
+        syms |= {self.sym_name(s) for s in kernel.scalars} | {self.sym_name(n.index) for n in kernel.walk() if isinstance(n, ir.Loop)}
+        self.views = NamedViews(set(RESERVED) | syms | set(self.names.values()))
 
     # ---------------------------------------------------------------- what the generic path takes
     def check(self):
@@ -171,9 +174,10 @@ class SimtLowering(Lowering):
         if len(kept) == 2:
             r, c = kept
             args = f"{self.n(p)}, {base}, {n(p.dims[r])}, {n(p.dims[c])}, {n(p.strides[r])}, {n(p.strides[c])}"
-            return f"simt::window2<{dt}>({args}{', ' + ok if ok else ''})"
+            return self.views.use(v, f"simt::window2<{dt}>({args}{', ' + ok if ok else ''})")
         (a,) = kept
-        return f"simt::window1<{dt}>({self.n(p)}, {base}, {n(p.dims[a])}, {n(p.strides[a])}{', ' + ok if ok else ''})"
+        return self.views.use(v, f"simt::window1<{dt}>({self.n(p)}, {base}, {n(p.dims[a])}, {n(p.strides[a])}"
+                                 f"{', ' + ok if ok else ''})")
 
     def note_reduction(self, op: ir.Op):
         src = op.ins[0]
@@ -293,7 +297,8 @@ class SimtLowering(Lowering):
         source = self.env.get_template("simt.hip.j2").render(
             name=name, ir_name=k.name, ir_text=k.text(), arch=self.arch, template_version=TEMPLATE_VERSION,
             threads=self.threads, tpr=self.tpr, vec=self.vec, tr=tr, waves=self.threads // 64,
-            arg_decls=[self.arg_decl(kd, x) for kd, x in args], decls=decls, body=body, red_floats=self.red_floats,
+            arg_decls=[self.arg_decl(kd, x) for kd, x in args], decls=decls, views=self.views.lines, body=body,
+            red_floats=self.red_floats,
             grid=[self.expr(g) for g in k.grid])
         return Lowered(kernel=k, backend="cdna", arch=self.arch, entry=name, source=source, block=(self.threads, 1, 1),
                        shared_bytes=0, args=args, headers=header_files(INCLUDE_DIR),

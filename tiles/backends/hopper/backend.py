@@ -10,6 +10,7 @@ from typing import Optional
 
 import torch
 
+from tiles.core import ir
 from tiles.core.backend import Backend, BackendUnavailable, LaunchCache, call_signature
 from tiles import validate
 from tiles.core.lowering import LoweringError
@@ -113,20 +114,24 @@ class HopperBackend(Backend):
         cls = LOWERINGS.get(kernel)
         return cls.config(kernel=kernel, **problem) if cls is not None and hasattr(cls, "config") else {}
 
-    def _lowering(self, name: str):
-        """The suite kernel's own lowering; a kernel of the user's is tried as a GEMM, whose
-        recognizer says why when it is not one."""
+    def _lowering(self, name: str, kernel=None):
+        """The suite kernel's own lowering. A kernel of the user's without mma takes the op-by-op SIMT
+        lowering (as on CDNA); one with mma is tried as a GEMM, whose recognizer says why when it is
+        not one. `kernel`: the traced IR, where the name is not the suite's."""
         from tiles.kernels import SUITE
 
         cls = LOWERINGS.get(name)
         if cls is None and name in SUITE:
             raise LoweringError(f"hopper: kernel {name!r} has no Hopper lowering yet (lowered here: "
                                 f"{sorted(LOWERINGS)}); run it with backend='interp'")
+        if cls is None and kernel is not None and not any(
+                isinstance(n, ir.Op) and n.name == "mma" for n in kernel.walk()):
+            return SimtLowering
         return cls or HopperLowering
 
     def lower(self, kfn, *args, arch: Optional[str] = None, options: Optional[dict] = None, **kwargs):
         k = kfn.trace(*args, **kwargs)
-        cls = self._lowering(k.name)
+        cls = self._lowering(k.name, k)
         if options is None:  # the schedule a launch would use (tiles show prints what runs)
             options = getattr(cls, "SCHEDULES", {}).get((k.name, kwargs.get("D")))
         return cls(k, arch or ARCH, **(options or {})).lower()
@@ -135,7 +140,7 @@ class HopperBackend(Backend):
         ok, why = self.available()
         if not ok:
             raise BackendUnavailable(f"backend='hopper' is not available here: {why}")
-        cls = self._lowering(kfn.name)
+        cls = self._lowering(kfn.name, None if kfn.name in LOWERINGS else kfn.trace(*args, **kwargs))
         if cls is not HopperLowering:
             return cls.launch(self, kfn, *args, **kwargs)
         sig = call_signature(kfn, args, kwargs, torch.cuda.current_device())

@@ -24,7 +24,7 @@ from typing import List, Optional
 
 from tiles.core import ir
 from tiles.core.ir import Expr, Loop, Op, Tile, View
-from tiles.core.lowering import Lowered, Lowering, LoweringError, header_files
+from tiles.core.lowering import Lowered, Lowering, LoweringError, NamedViews, header_files
 
 from . import runtime
 
@@ -121,6 +121,7 @@ class SimtLowering(Lowering):
         self.pnames = self._param_names()
         self.names = self._tile_names()
         self.scratch = 0  # floats of shared memory the reductions need (the largest one)
+        self.views = NamedViews(self._taken_names())
 
     # ---------------------------------------------------------------- names and types
     def _ops(self):
@@ -139,11 +140,16 @@ class SimtLowering(Lowering):
             out[p.name] = name
         return out
 
-    def _tile_names(self) -> dict:
+    def _taken_names(self) -> set:
+        """Every C++ name the kernel declares but its tiles' and windows': keywords, tensors, sizes, loop indices."""
         taken = set(CXX_RESERVED) | set(self.pnames.values()) | {s.name for s in self.k.scalars}
         for p in self.k.params:
             taken |= {self.sym_name(d) for d in p.dims} | {self.sym_name(s) for s in p.strides}
         taken |= {self.sym_name(n.index) for n in self.k.walk() if isinstance(n, Loop)}
+        return taken | set(getattr(self, "names", {}).values())
+
+    def _tile_names(self) -> dict:
+        taken = self._taken_names()
         out = {}
         for t in self.k.tiles:
             name = t.name if re.fullmatch(r"[A-Za-z_][A-Za-z_0-9]*", t.name) else "t_" + re.sub(r"\W", "_", t.name)
@@ -195,9 +201,11 @@ class SimtLowering(Lowering):
         T = ("" if p.name in self.written else "const ") + CTYPE[p.dtype.name]
         k = v.kept
         if len(k) == 2:
-            return (f"simt::view2<{T}>{{{ptr}, {ok_text}, {n(p.dims[k[0]])}, {n(p.dims[k[1]])}, "
+            text = (f"simt::view2<{T}>{{{ptr}, {ok_text}, {n(p.dims[k[0]])}, {n(p.dims[k[1]])}, "
                     f"{n(p.strides[k[0]])}, {n(p.strides[k[1]])}}}")
-        return f"simt::view1<{T}>{{{ptr}, {ok_text}, {n(p.dims[k[0]])}, {n(p.strides[k[0]])}}}"
+        else:
+            text = f"simt::view1<{T}>{{{ptr}, {ok_text}, {n(p.dims[k[0]])}, {n(p.strides[k[0]])}}}"
+        return self.views.use(v, text)
 
     # ---------------------------------------------------------------- ops: one C++ statement each
     def emit(self, op: Op, code: str) -> List[str]:
@@ -355,7 +363,7 @@ class SimtLowering(Lowering):
         src = self.env.get_template("simt.cu.j2").render(
             name=k.name, entry=self.entry_name(), ir_text=k.text(), TR=self.TR, TC=self.TC, VMAX=VMAX,
             threads=threads, params=self.params(), pids=self.used_pids(), scratch=self.scratch, decls=decls,
-            body=body, most=max([per_thread(t.rows, t.cols, self.TR, self.TC) for t in regs], default=0))
+            views=self.views.lines, body=body, most=max([per_thread(t.rows, t.cols, self.TR, self.TC) for t in regs], default=0))
         args = [("ptr", p) for p in k.params]
         for p in k.params:
             args += [("dim", d) for d in p.dims] + [("stride64", s) for s in p.strides]
