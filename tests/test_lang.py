@@ -379,6 +379,11 @@ def test_let_names_expressions_in_the_text_only():
     (lambda k: k.let(k.program_id(0) * 2, "BM"), "already names an argument"),
     (lambda k: [k.let(i * 2, "ri") for i in k.range(3)], "program ids and sizes only"),
     (lambda k: k.let(k.program_id(0) * 2), "give the name"),
+    (lambda k: k.let(k.program_id(0) * 2, "pid0"), "already names"),
+    (lambda k: k.let(k.program_id(0) * 2, "t0"), "already names"),
+    (lambda k: k.let(k.program_id(0) * 2, "for"), "not a keyword"),
+    (lambda k: [k.let(k.program_id(0) * 2, "i"), list(k.range(2))], "also names a tile or a loop index"),
+    (lambda k: k.grouped(k.program_id(0), 4, 4, 2, names=("m",)), "names must be two strings"),
 ])
 def test_let_refusals(body, msg):
     def fn(k, X, *, BM=16):
@@ -396,3 +401,52 @@ def test_let_returns_numbers_and_sizes_as_they_are():
         seen.extend([k.let(3, "three"), k.let(X.shape[0], "rows")])
     k = tiles.kernel(fn).trace(_t(4, 4))
     assert isinstance(seen[0], ir.Const) and isinstance(seen[1], ir.Sym) and k.lets == []
+
+
+def test_let_and_a_later_tile_of_one_name_are_refused():
+    def fn(k, X):
+        k.grid(1)
+        k.let(k.program_id(0) * 2, "acc")
+        acc = k.reg(16, 16, tiles.f32)  # noqa: F841  (named acc: the let's name)
+    with pytest.raises(TileError, match="also names a tile"):
+        tiles.kernel(fn).trace(_t(4, 4))
+
+
+def test_text_folds_constants_and_keeps_names():
+    pid = ir.Sym("pid0", "pid")
+    assert ir.render(pid * 1) == "pid0" and ir.render(pid * 1, labels=True) == "pid0"
+    named = pid * 64
+    named.label = "row0"
+    assert ir.render((named + 0) * 1, labels=True) == "row0" and ir.render((named + 0) * 1) == "pid0 * 64"
+
+
+def test_let_leaves_every_backends_code_as_it_was():
+    """The suite's kernels traced as they are (with k.let) and with every name taken off lower to the
+    same code on Hopper and CDNA: only the comments (the IR's text) differ."""
+    import re
+
+    from tiles.__main__ import _examples
+    from tiles.core.trace import KernelFn
+
+    def code(src):
+        return [re.sub(r"\s*//.*", "", line) for line in src.splitlines() if not line.lstrip().startswith("//")]
+
+    checked = 0
+    for name in ("gemm", "gemm_fp8", "attention_fwd", "attention_bwd_dq", "attention_bwd_dkdv"):
+        args, kw = _examples()[name]
+        for backend in ("hopper", "cdna"):
+            be = backends.get(backend)
+            if not be.supports(name):
+                continue
+            kw_be = dict(kw, **be.config(name, **kw))
+            named = be.lower(SUITE[name], *args, **kw_be).source
+            fresh = KernelFn(SUITE[name].fn, SUITE[name].overlap)  # its own trace, to take the names off
+            k = fresh.trace(*args, **kw_be)
+            assert k.lets, name
+            for e in k.lets:
+                e.label = None
+            k.lets.clear()
+            plain = be.lower(fresh, *args, **kw_be).source
+            assert named != plain and code(named) == code(plain), (name, backend)
+            checked += 1
+    assert checked >= 8

@@ -177,17 +177,18 @@ def evaluate(e: Expr, env: dict):
     raise TypeError(f"not an expression: {e!r}")
 
 
-def fold(e: Expr, values: Optional[dict] = None) -> Expr:
+def fold(e: Expr, values: Optional[dict] = None, keep_labels: bool = False) -> Expr:
     """`e` with the integer symbols named in `values` replaced by their values, integer constants
     folded by the C rules above (a division by a zero constant is left for the compiler to see) and
     x + 0, x - 0, x * 1 and x * 0 written as what they are. A lowering that renders a loop bound at a
-    known program id gets `n` rather than `0 * 128 + n`."""
+    known program id gets `n` rather than `0 * 128 + n`. With `keep_labels` an expression k.let named
+    stays as it is (the IR's text says its name)."""
     if isinstance(e, Sym):
         v = (values or {}).get(e.name)
         return Const(v) if isinstance(v, int) and not e.float_ else e
-    if not isinstance(e, Bin):
+    if not isinstance(e, Bin) or keep_labels and e.label:
         return e
-    a, b = fold(e.a, values), fold(e.b, values)
+    a, b = fold(e.a, values, keep_labels), fold(e.b, values, keep_labels)
     ints = [isinstance(x, Const) and isinstance(x.value, int) and not isinstance(x.value, bool) for x in (a, b)]
     if all(ints) and e.op != "/" and not (e.op in ("//", "%", "cdiv") and b.value == 0):
         return Const(_EVAL[e.op](a.value, b.value))
@@ -204,9 +205,9 @@ _PREC = {"+": 1, "-": 1, "*": 2, "//": 2, "/": 2, "%": 2}
 
 
 def render(e: Expr, name: Callable[[Sym], str] = lambda s: s.name, call=None, parent=0, labels=False) -> str:
-    """Text of an expression. `call(op, a, b)` spells min/max/cdiv and the integer division for a
-    target language, whose text is folded first (fold); the default spelling is the IR's own, with
-    `labels` the names k.let gave (the IR's text form)."""
+    """Text of an expression, folded first (fold). `call(op, a, b)` spells min/max/cdiv and the integer
+    division for a target language; the default spelling is the IR's own, with `labels` the names
+    k.let gave (the IR's text form)."""
     if isinstance(e, Const):
         v = e.value
         if isinstance(v, float):
@@ -216,10 +217,10 @@ def render(e: Expr, name: Callable[[Sym], str] = lambda s: s.name, call=None, pa
         return name(e)
     if labels and isinstance(e, Bin) and e.label:
         return e.label
-    if not parent and call is not None:
-        e = fold(e)
-        if not isinstance(e, Bin):
-            return render(e, name, call, parent)
+    if not parent:
+        e = fold(e, keep_labels=labels)
+        if not isinstance(e, Bin) or labels and e.label:
+            return render(e, name, call, parent, labels)
     a = render(e.a, name, call, _PREC.get(e.op, 0), labels)
     b = render(e.b, name, call, _PREC.get(e.op, 0) + 1, labels)
     if e.op in ("min", "max", "cdiv"):

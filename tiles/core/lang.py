@@ -5,6 +5,7 @@ trace time with the op's name and the kernel line that called it.
 """
 from __future__ import annotations
 
+import keyword
 import linecache
 import math
 import os
@@ -55,6 +56,7 @@ def current() -> "Builder":
 
 _ASSIGN = re.compile(r"^\s*([A-Za-z_]\w*)\s*=")
 _PAIR_ASSIGN = re.compile(r"^\s*([A-Za-z_]\w*)\s*,\s*([A-Za-z_]\w*)\s*=")
+_IR_NAME = re.compile(r"pid[0-2]|t\d+")  # names the IR's text gives program ids and load tokens
 
 
 class Builder:
@@ -152,19 +154,19 @@ class Builder:
             if m is None:
                 fail("k.let", "give the name (k.let(value, name)) where the value is not assigned to a variable")
             name = m.group(1)
-        if not isinstance(name, str) or not name.isidentifier():
-            fail("k.let", f"the name must be an identifier, got {name!r}")
-        if name in self._taken or name in {x.label for x in self.lets}:
-            fail("k.let", f"{name!r} already names a tile or an expression of this kernel")
+        if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+            fail("k.let", f"the name must be an identifier (not a keyword), got {name!r}")
+        if name in self._taken or name in {x.label for x in self.lets} or _IR_NAME.fullmatch(name):
+            fail("k.let", f"{name!r} already names a tile, an expression or a value of this kernel's IR "
+                          f"(pid0..pid2, load tokens t0, t1, ...)")
         late = [x.name for x in ir.symbols(e) if x.kind not in ("pid", "dim", "stride")]
         if late:
             fail("k.let", f"names expressions of program ids and sizes only (declared once, at the top); "
                           f"{name} reads {', '.join(sorted(set(late)))}")
         if e.label is not None:  # the same value under a second name: a copy carries it
             e = ir.Bin(e.op, e.a, e.b)
-        e.label = name
-        self._taken.add(name)
-        self.lets.append(e)
+        e.label = name  # not reserved against later tiles: a clash is refused at the end of the trace,
+        self.lets.append(e)  # never resolved by renaming a tile (whose name reaches the generated code)
         return e
 
     def grouped(self, pid, tiles_m, tiles_n, group: int, names=None):
@@ -179,6 +181,8 @@ class Builder:
             loc = _caller_loc()
             pair = _PAIR_ASSIGN.match(loc.code) if loc else None
             names = pair.groups() if pair else ("m", "n")
+        if not (isinstance(names, (tuple, list)) and len(names) == 2 and all(isinstance(x, str) for x in names)):
+            fail("k.grouped", f"names must be two strings, got {names!r}")
         return self.let(m, names[0]), self.let(n, names[1])
     min = staticmethod(ir.smin)
     max = staticmethod(ir.smax)
@@ -223,15 +227,26 @@ class Builder:
             fail("k.lse_merge", f"lse ({lse.param.name}) must be float32, got {lse.dtype.name}")
         return ir.LseMerge(out.param, lse.param)
 
+    @staticmethod
+    def _walk(nodes):
+        """The loops in `nodes`, nested ones too."""
+        for n in nodes:
+            if isinstance(n, Loop):
+                yield n
+                yield from Builder._walk(n.body)
+
     def finish(self, name, params, scalars, constexprs, doc) -> ir.Kernel:
         if self._grid is None:
             fail("kernel", f"{name} never called k.grid(...)")
         if self._pending:
             fail("kernel", f"load_async tokens {sorted(self._pending)} are never waited on")
         taken = {p.name for p in params} | {x.name for x in scalars} | set(constexprs)
+        loops = {n.index.name for n in self._walk(self.blocks[0])}
         for e in self.lets:
             if e.label in taken:
                 fail("k.let", f"{e.label!r} already names an argument of {name}")
+            if e.label in self._taken or e.label in loops:
+                fail("k.let", f"{e.label!r} also names a tile or a loop index of {name}: give one of them another name")
         return ir.Kernel(name, params, scalars, constexprs, self.tiles, self._grid, self.blocks[0], self.pattern, doc,
                          lets=list(self.lets))
 

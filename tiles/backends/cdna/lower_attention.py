@@ -1271,7 +1271,7 @@ class CDNAAttentionBwdDkdvLowering(CDNAAttentionBwdDqLowering):
         nxt = {gi: gn}
         for nm, n in (("gQ_next", g["lq"]), ("gdO_next", g["ldo"])):
             v = n.ins[0]
-            next_views += self._with(nxt, lambda: self.view_decl(nm, v, 2, ", the next tile's"))
+            next_views += self._with(nxt, lambda: self.view_decl(nm, v, 2, f"  (the next tile: {gi} = {gn})"))
         row_q = self._with({qi: qn}, lambda: self.expr(g["lq"].attrs["row"]))
         row_do = self._with({qi: qn}, lambda: self.expr(g["ldo"].attrs["row"]))
         args = self.launch_args()

@@ -95,7 +95,7 @@ def gemm_source(in_dtype="bf16", out_dtype="bf16", *, template: str = "gemm.cu.j
             (f"wd{cfg['wide_stores']}", f"{cfg['wide_stores']} pairs a store", bool(cfg["wide_stores"])),
             ("ds", "a finished tile stored under the next tile's first k-block", cfg["deferred_store"])]
     on = [(t, meaning) for t, meaning, used in tags if used]
-    legend = "" if name else ", ".join(f"{t} {meaning}" for t, meaning in on)  # a caller's name has no tags
+    legend = "" if name else ", ".join(f"{t} = {meaning}" for t, meaning in on)  # a caller's name has no tags
     name = name or "tiles_gemm_{it}_{ot}_{BM}x{BN}x{BK}".format(it=it, ot=ot, **cfg) + "".join("_" + t for t, _ in on)
     # the ring (1 KB-aligned tiles) [+ 2 staging tiles of 8 KB per consumer] + the barrier block
     # rounded to 1 KB + 1 KB of alignment slack

@@ -1248,8 +1248,8 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
                    "r": "reducer warp", "ws": "whole-tile stores", "pl": "first iteration peeled",
                    "ts": "TMA store", "rs": "ring_store", "nsm": "no stmatrix", "vt": "vectors by TMA",
                    "st": "split tail"}
-        legend = [f"s{self.stages} {self.stages} stages", f"c{self.consumers} {self.consumers} consumer warpgroups"]
-        legend += [f"{t} {meaning.get(t, f'{self.wide_stores} pairs a store')}" for t, on in tags if on]
+        legend = [f"s{self.stages} = {self.stages} stages", f"c{self.consumers} = {self.consumers} consumer warpgroups"]
+        legend += [f"{t} = {meaning.get(t, f'{self.wide_stores} pairs a store')}" for t, on in tags if on]
         name = "tiles_{}_hopper_{}_{}_s{}c{}{}".format(
             k.name, "_".join(f"{a}{int(v) if isinstance(v, bool) else v}" for a, v in k.constexprs.items()),
             k.params[0].dtype.name, self.stages, self.consumers, "".join(t for t, on in tags if on))

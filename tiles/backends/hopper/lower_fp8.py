@@ -236,7 +236,7 @@ def _name_tags(cfg: dict):
             ("ds", "a finished tile stored under the next tile's first wgmmas", cfg["defer_store"]),
             ("rw", "row-wise scales", cfg["rowwise"])]
     on = [(t, meaning) for t, meaning, used in tags if used]
-    return "".join("_" + t for t, _ in on), ", ".join(f"{t} {meaning}" for t, meaning in on)
+    return "".join("_" + t for t, _ in on), ", ".join(f"{t} = {meaning}" for t, meaning in on)
 
 
 def _smem(cfg: dict, BM: int, BN: int, BK: int) -> int:
