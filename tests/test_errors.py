@@ -68,7 +68,9 @@ def test_attention_bad_input(case):
 GEMM_CASES = [
     ("f32 inputs", lambda: (torch.randn(4, 4), torch.randn(4, 4)), {}, TypeError, "a has dtype float32"),
     ("mixed", lambda: (torch.randn(4, 4).to(bf), torch.randn(4, 4).half()), {}, TypeError, "a, b must share one dtype"),
-    ("rank", lambda: (torch.randn(2, 4, 4).to(bf), torch.randn(4, 4).to(bf)), {}, ValueError, "a must have 2 dimensions"),
+    ("rank a", lambda: (torch.randn(4).to(bf), torch.randn(4, 4).to(bf)), {}, ValueError, "a must have 2 or more dimensions"),
+    ("batched b", lambda: (torch.randn(2, 4, 4).to(bf), torch.randn(2, 4, 4).to(bf)), {}, ValueError,
+     "b must have 2 dimensions (K, N)"),
     ("K mismatch", lambda: (torch.randn(4, 5).to(bf), torch.randn(4, 4).to(bf)), {}, ValueError,
      "a's K (5) must equal b's K (4)"),
     ("out dtype", lambda: (torch.randn(4, 4).to(bf), torch.randn(4, 4).to(bf)), {"out_dtype": torch.int8}, TypeError,

@@ -247,11 +247,15 @@ def _row_aligned(t: torch.Tensor) -> torch.Tensor:
 
 def gemm(a, b, out_dtype: Optional[torch.dtype] = None, backend: Optional[str] = None):
     """C = a @ b for a (M, K) and b (K, N), bf16 or fp16, accumulated in f32; C in `out_dtype`
-    (default a's dtype; bf16, fp16 or f32). Any M, N, K, and any strides: an operand a backend cannot
-    read where it lies (odd rows, a transposed a) is copied once, to aligned rows. A weight stored
-    (N, K) and passed as w.t() (x @ w.T) is read in place by a backend that reads K-major B
-    (`gemm_b_kmajor`), and copied for the others. Differentiable."""
+    (default a's dtype; bf16, fp16 or f32). a may have leading dimensions (..., M, K), as activations
+    (batch, sequence, hidden) do: they are rows of one GEMM, and C is (..., M, N). Any M, N, K, and
+    any strides: an operand a backend cannot read where it lies (odd rows, a transposed a) is copied
+    once, to aligned rows. A weight stored (N, K) and passed as w.t() (x @ w.T) is read in place by a
+    backend that reads K-major B (`gemm_b_kmajor`), and copied for the others. Differentiable."""
     a, b, out_dtype, device = validate.gemm(a, b, out_dtype)
+    if a.dim() > 2:  # leading dimensions are more rows: one (rows, K) @ (K, N)
+        lead = a.shape[:-1]
+        return gemm(a.reshape(-1, a.shape[-1]), b, out_dtype, backend).reshape(*lead, b.shape[1])
     be = backends.resolve(backend, device, ("gemm",))
     a = _row_aligned(a if a.stride(-1) == 1 or a.shape[-1] <= 1 else a.contiguous())
     if not (be.gemm_b_kmajor and validate.kmajor(b)):

@@ -175,14 +175,17 @@ def attention(q, k, v, causal, scale_, backend_name):
 
 def gemm(a, b, out_dtype):
     a, b = as_tensor("a", a), as_tensor("b", b)
-    rank("a", a, 2, "(M, K)")
-    rank("b", b, 2, "(K, N)")
+    if a.dim() < 2:
+        raise ValueError(f"a must have 2 or more dimensions (..., M, K); got shape {tuple(a.shape)}")
+    if b.dim() != 2:
+        raise ValueError(f"b must have 2 dimensions (K, N), one matrix for every row of a; got shape "
+                         f"{tuple(b.shape)} (a batch of b matrices is not supported: loop over it, or use torch.bmm)")
     dtype("a", a, GEMM_IN_DTYPES)
     dtype("b", b, GEMM_IN_DTYPES)
     same_dtype(("a", "b"), (a, b))
     device = same_device(("a", "b"), (a, b))
-    if a.shape[1] != b.shape[0]:
-        raise ValueError(f"a is {tuple(a.shape)} and b is {tuple(b.shape)}: a's K ({a.shape[1]}) must equal b's K "
+    if a.shape[-1] != b.shape[0]:
+        raise ValueError(f"a is {tuple(a.shape)} and b is {tuple(b.shape)}: a's K ({a.shape[-1]}) must equal b's K "
                          f"({b.shape[0]})")
     if out_dtype is None:
         out_dtype = a.dtype

@@ -49,6 +49,31 @@ def test_gemm_transposed_operands(backend, layout):
     assert max_err(c, ref) <= 2 * max_err(lp, ref) + fl(ref)
 
 
+@pytest.mark.parametrize("lead", [(3,), (2, 5), (0,)], ids=lambda s: "x".join(map(str, s)))
+def test_gemm_leading_dimensions_are_rows(backend, lead):
+    """a (..., M, K) @ b (K, N): the activations of a linear layer, (batch, sequence, hidden), as one GEMM
+    (a's strided views and gradients too), C (..., M, N)."""
+    name, device = backend
+    M, N, K = 37, 72, 48
+    g = torch.Generator().manual_seed(len(lead) + M)
+    x = torch.randn(*lead, M, 2 * K, generator=g).bfloat16().to(device)[..., ::2].requires_grad_()  # strided rows
+    w = torch.randn(N, K, generator=g).bfloat16().to(device).requires_grad_()
+    c = tiles.gemm(x, w.t(), backend=name)
+    assert c.shape == (*lead, M, N) and c.dtype == torch.bfloat16
+    ref = x.double() @ w.double().t()
+    lp = x @ w.t()
+    assert max_err(c, ref) <= 2 * max_err(lp, ref) + fl(ref)
+    if c.numel():
+        dc = torch.randn(c.shape, generator=g).bfloat16().to(device)
+        c.backward(dc)
+        rx, rw = x.detach().double().requires_grad_(), w.detach().double().requires_grad_()
+        (rx @ rw.t()).backward(dc.double())
+        lx, lw = x.detach().requires_grad_(), w.detach().requires_grad_()
+        (lx @ lw.t()).backward(dc)
+        assert max_err(x.grad, rx.grad) <= 2 * max_err(lx.grad, rx.grad) + fl(rx.grad)
+        assert max_err(w.grad, rw.grad) <= 2 * max_err(lw.grad, rw.grad) + fl(rw.grad)
+
+
 def test_gemm_backward(backend):
     name, device = backend
     g = torch.Generator().manual_seed(11)
