@@ -1,6 +1,7 @@
 """The public entry points: torch custom ops (autograd, torch.compile) over the kernel suite."""
 from __future__ import annotations
 
+import math
 import os
 import sys
 from typing import Optional
@@ -255,7 +256,7 @@ def gemm(a, b, out_dtype: Optional[torch.dtype] = None, backend: Optional[str] =
     a, b, out_dtype, device = validate.gemm(a, b, out_dtype)
     if a.dim() > 2:  # leading dimensions are more rows: one (rows, K) @ (K, N)
         lead = a.shape[:-1]
-        return gemm(a.reshape(-1, a.shape[-1]), b, out_dtype, backend).reshape(*lead, b.shape[1])
+        return gemm(a.reshape(math.prod(lead), a.shape[-1]), b, out_dtype, backend).reshape(*lead, b.shape[1])
     be = backends.resolve(backend, device, ("gemm",))
     a = _row_aligned(a if a.stride(-1) == 1 or a.shape[-1] <= 1 else a.contiguous())
     if not (be.gemm_b_kmajor and validate.kmajor(b)):

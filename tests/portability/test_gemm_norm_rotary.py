@@ -49,6 +49,13 @@ def test_gemm_transposed_operands(backend, layout):
     assert max_err(c, ref) <= 2 * max_err(lp, ref) + fl(ref)
 
 
+def test_gemm_leading_dimensions_with_k0(backend):
+    name, device = backend
+    a = torch.randn(2, 3, 0, dtype=torch.bfloat16, device=device)
+    c = tiles.gemm(a, torch.randn(0, 5, dtype=torch.bfloat16, device=device), backend=name)
+    assert c.shape == (2, 3, 5) and not c.any()
+
+
 @pytest.mark.parametrize("lead", [(3,), (2, 5), (0,)], ids=lambda s: "x".join(map(str, s)))
 def test_gemm_leading_dimensions_are_rows(backend, lead):
     """a (..., M, K) @ b (K, N): the activations of a linear layer, (batch, sequence, hidden), as one GEMM

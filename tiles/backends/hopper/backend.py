@@ -140,15 +140,19 @@ class HopperBackend(Backend):
         ok, why = self.available()
         if not ok:
             raise BackendUnavailable(f"backend='hopper' is not available here: {why}")
-        cls = self._lowering(kfn.name, None if kfn.name in LOWERINGS else kfn.trace(*args, **kwargs))
-        if cls is not HopperLowering:
+        cls = LOWERINGS.get(kfn.name)
+        if cls is not None and cls is not HopperLowering:
             return cls.launch(self, kfn, *args, **kwargs)
         sig = call_signature(kfn, args, kwargs, torch.cuda.current_device())
-        hit = self._launches.get(sig)
+        hit = self._launches.get(sig)  # a GEMM launched before: no trace, no routing
         if hit is not None:
             k, argv, grid, lowered = hit
             k.launch((grid,), lowered.block, argv, smem=lowered.shared_bytes)
             return
+        if cls is None:  # a kernel of the user's: without mma, the SIMT lowering (which traces anyway)
+            cls = self._lowering(kfn.name, kfn.trace(*args, **kwargs))
+            if cls is not HopperLowering:
+                return cls.launch(self, kfn, *args, **kwargs)
         bound = kfn.bind(*args, **kwargs)
         k = kfn.trace(*args, **kwargs)
         A, B, C = (bound.arguments[p.name] for p in k.params)

@@ -116,6 +116,10 @@ class SimtLowering(Lowering):
         if self.arch != ARCH:
             raise LoweringError(f"hopper: the generated kernels target {ARCH!r}, got {self.arch!r}")
         self.options = options
+        for p in kernel.params:  # a kernel of the user's may hold any dtype: say which ones this lowering moves
+            if p.dtype.name not in CTYPE:
+                raise LoweringError(f"hopper: tensor {p.name} is {p.dtype}; the SIMT lowering (kernels without mma) "
+                                    f"moves {', '.join(sorted(CTYPE))}")
         self.TR, self.TC = options.get("layout") or choose_layout(kernel.tiles, self.ELEMS)
         self.written = {op.ins[1].param.name for op in self._ops() if op.name == "store"}
         self.pnames = self._param_names()
