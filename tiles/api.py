@@ -157,7 +157,9 @@ def attention(q, k, v, causal: bool = False, scale: Optional[float] = None, back
     """Scaled dot-product attention, FlashAttention's layout.
 
     q: (batch, seq_q, heads, head_dim); k, v: (batch, seq_k, kv_heads, head_dim), kv_heads dividing
-    heads (MHA, GQA, MQA); head_dim 64 or 128; bf16 or fp16. `causal` aligns the mask bottom-right
+    heads (MHA, GQA, MQA); head_dim 64 or 128; bf16 or fp16. Tensors in SDPA's (batch, heads, seq,
+    head_dim) layout are passed as their views x.transpose(1, 2) and read where they lie: any strides
+    with a contiguous head_dim. `causal` aligns the mask bottom-right
     (as FlashAttention does when seq_q != seq_k); rows that see no key give zeros. Returns the output
     in q's dtype, and with `return_lse` also the log-sum-exp (batch, heads, seq_q) in f32 (+inf on
     rows with no key). Differentiable in q, k and v, through the output and the LSE; the gradients are
