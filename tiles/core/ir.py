@@ -179,8 +179,8 @@ def evaluate(e: Expr, env: dict):
 
 def fold(e: Expr, values: Optional[dict] = None, keep_labels: bool = False) -> Expr:
     """`e` with the integer symbols named in `values` replaced by their values, integer constants
-    folded by the C rules above (a division by a zero constant is left for the compiler to see) and
-    x + 0, x - 0, x * 1 and x * 0 written as what they are. A lowering that renders a loop bound at a
+    folded by the C rules above (a division by a zero constant is left for the compiler to see) and,
+    in integer expressions, x + 0, x - 0, x * 1 and x * 0 written as what they are. A lowering that renders a loop bound at a
     known program id gets `n` rather than `0 * 128 + n`. With `keep_labels` an expression k.let named
     stays as it is (the IR's text says its name)."""
     if isinstance(e, Sym):
@@ -192,11 +192,13 @@ def fold(e: Expr, values: Optional[dict] = None, keep_labels: bool = False) -> E
     ints = [isinstance(x, Const) and isinstance(x.value, int) and not isinstance(x.value, bool) for x in (a, b)]
     if all(ints) and e.op != "/" and not (e.op in ("//", "%", "cdiv") and b.value == 0):
         return Const(_EVAL[e.op](a.value, b.value))
+    if e.is_float:  # float arithmetic keeps its own spelling (-0.0 + 0 is +0.0; x * 0 is NaN for inf)
+        return e if (a is e.a and b is e.b) else Bin(e.op, a, b)
     if e.op == "+" and ints[0] and a.value == 0 or e.op == "*" and ints[0] and a.value == 1:
         return b
     if e.op in ("+", "-") and ints[1] and b.value == 0 or e.op == "*" and ints[1] and b.value == 1:
         return a
-    if e.op == "*" and (ints[0] and a.value == 0 or ints[1] and b.value == 0) and not e.is_float:
+    if e.op == "*" and (ints[0] and a.value == 0 or ints[1] and b.value == 0):
         return Const(0)
     return e if (a is e.a and b is e.b) else Bin(e.op, a, b)
 

@@ -145,7 +145,8 @@ class SimtLowering(Lowering):
         return out
 
     def _taken_names(self) -> set:
-        """Every C++ name the kernel declares but its tiles' and windows': keywords, tensors, sizes, loop indices."""
+        """The C++ names a new tile or window must not take: keywords, tensors, sizes, loop indices, and the
+        tiles' own once they are named."""
         taken = set(CXX_RESERVED) | set(self.pnames.values()) | {s.name for s in self.k.scalars}
         for p in self.k.params:
             taken |= {self.sym_name(d) for d in p.dims} | {self.sym_name(s) for s in p.strides}

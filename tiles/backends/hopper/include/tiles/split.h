@@ -28,7 +28,8 @@ __device__ __forceinline__ void split_range(int& begin, int& end, int part, int 
 // One row of a split tile, by one warp: out[c] = Σ_p exp(lse_p − lse) o_p[c], lse = log Σ_p exp(lse_p),
 // over `parts` parts at part_o + p·o_step and part_lse + p·lse_step. A part with lse = +inf saw no
 // key and carries no weight, nor does one at -inf; a row no part saw keeps the whole kernel's
-// convention: out 0, lse +inf; a NaN lse leaves the row NaN. tiles/core/split.py's merge_lse is the reference.
+// convention: out 0, lse +inf; a NaN lse leaves the row NaN. tiles/core/split.py's merge_lse is
+// the reference.
 template <int C, typename U>
 __device__ __forceinline__ void merge_parts(U* out, int ncols, float* lse, const float* part_o, long long o_step,
                                             const float* part_lse, int lse_step, int parts) {
