@@ -32,4 +32,4 @@ def test_fixed_windows_declared_once_moving_ones_inline(backend):
     src = be.lower(_rows_in_a_loop, x3, y).source
     assert "const auto gY = " in src and "const auto gX" not in src  # X[i, :, :] moves with i
     assert ("simt::view2<const bf16>{X + i * X_stride0" in src) if backend == "hopper" else \
-        ("simt::window2<dt::bf16>(X, (long long)(i) * X_stride0" in src)
+        ("simt::window2<dt::bf16>(X, (long long)i * X_stride0" in src)

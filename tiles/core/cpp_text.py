@@ -52,3 +52,9 @@ def drop_used_voids(source: str) -> str:
         if keep:
             out.append(m.group(1) + " ".join(f"(void){n};" for n in keep))
     return "\n".join(out)
+
+
+def cast_i64(index: str) -> str:
+    """`index` (C++ text) as a 64-bit value, before it meets a stride: `(long long)i`, parenthesized
+    only where it is more than a name or a number."""
+    return f"(long long){index}" if index.isidentifier() or index.isdigit() else f"(long long)({index})"

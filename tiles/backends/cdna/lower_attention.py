@@ -32,6 +32,7 @@ from functools import lru_cache
 from typing import Dict, List, Optional, Tuple
 
 from tiles.core import ir
+from tiles.core.cpp_text import cast_i64
 from tiles.core.lowering import Lowered, Lowering, LoweringError, header_files
 
 from . import layouts
@@ -388,10 +389,8 @@ class CDNAAttentionLowering(Lowering):
     def view(self, v: ir.View, eb: int) -> str:
         p = v.param
         kept = v.kept
-        def wide(x):  # the index in 64 bits before it meets its stride
-            t = self.expr(x)
-            return f"(long long){t}" if t.isidentifier() or t.isdigit() else f"(long long)({t})"
-        off = " + ".join(f"{wide(x)} * {self.sym_name(p.strides[i])}" for i, x in enumerate(v.index) if x is not None)
+        off = " + ".join(f"{cast_i64(self.expr(x))} * {self.sym_name(p.strides[i])}"
+                         for i, x in enumerate(v.index) if x is not None)
         base = f"{p.name} + {off}" if off else p.name
         if len(kept) == 2:
             r, c = kept

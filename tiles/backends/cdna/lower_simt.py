@@ -20,6 +20,7 @@ import math
 from typing import Optional
 
 from tiles.core import ir
+from tiles.core.cpp_text import cast_i64
 from tiles.core.lowering import Lowered, Lowering, LoweringError, NamedViews, header_files
 
 from .gemm_probe import INCLUDE_DIR, TEMPLATE_DIR
@@ -167,7 +168,7 @@ class SimtLowering(Lowering):
         p = v.param
         n = self.sym_name
         fixed = [(i, x) for i, x in enumerate(v.index) if x is not None]
-        base = " + ".join(f"(long long)({self.expr(x)}) * {n(p.strides[i])}" for i, x in fixed) or "0"
+        base = " + ".join(f"{cast_i64(self.expr(x))} * {n(p.strides[i])}" for i, x in fixed) or "0"
         ok = " && ".join(f"simt::in({self.expr(x)}, {n(p.dims[i])})" for i, x in fixed)
         kept = v.kept
         dt = _DT[p.dtype.name]
