@@ -590,6 +590,7 @@ def test_cache_command(tmp_path, monkeypatch, capsys):
     assert main(["cache", "--clear"]) == 0
     assert "deleted 1 entries (1.0 MiB); 0 other files left" in capsys.readouterr().out
     assert os.listdir(tmp_path) == []
+    assert main(["info"]) == 0 and f"kernel cache: {tmp_path}  (python -m tiles cache)" in capsys.readouterr().out
     monkeypatch.setenv("TILES_CACHE", "0")
     assert main(["cache"]) == 0 and "(off: TILES_CACHE=0" in capsys.readouterr().out
     C.KernelCache(tmp_path, enabled=True).get_or_build(BASE_KEY, lambda: b"left by an earlier run")

@@ -134,6 +134,10 @@ def cmd_info(args) -> int:
         lowered = [k for k in SUITE if b.supports(k)]
         if lowered and name != "interp":
             print(f"          lowers: {', '.join(lowered)}")
+    from tiles.core.cache import get_cache
+
+    c = get_cache()
+    print(f"kernel cache: {c.directory}" + ("" if c.enabled else " (off)") + "  (python -m tiles cache)")
     return 0
 
 

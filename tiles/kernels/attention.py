@@ -90,7 +90,8 @@ def attention_bwd_prep(k, O, dO, Delta, *, D, BM=64):
     """Delta[b, h, r] = sum_d dO[r, d] · O[r, d], the row term of softmax's backward."""
     Bsz, Sq, H = O.shape[0], O.shape[1], O.shape[2]
     k.grid(k.cdiv(Sq, BM), H, Bsz)
-    row0, h, b = k.program_id(0) * BM, k.program_id(1), k.program_id(2)
+    row0 = k.let(k.program_id(0) * BM)
+    h, b = k.program_id(1), k.program_id(2)
     o = k.reg(BM, D, f32)
     do = k.reg(BM, D, f32)
     delta = k.vec(BM, f32)

@@ -14,7 +14,7 @@ def layernorm(k, X, W, Bias, Y, eps, *, NP, BM=4):
     register width, and the columns past N are masked out of the variance."""
     M, N = X.shape
     k.grid(k.cdiv(M, BM))
-    r0 = k.program_id(0) * BM
+    r0 = k.let(k.program_id(0) * BM)  # the block's first row (named in the IR's text)
 
     x = k.reg(BM, NP, f32)
     xc = k.reg(BM, NP, f32)

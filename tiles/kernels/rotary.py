@@ -12,7 +12,8 @@ def rotary(k, X, Cos, Sin, Y, *, D, BM=64):
     Bsz, S, H = X.shape[0], X.shape[1], X.shape[2]
     half = D // 2
     k.grid(k.cdiv(S, BM), H, Bsz)
-    r0, h, b = k.program_id(0) * BM, k.program_id(1), k.program_id(2)
+    r0 = k.let(k.program_id(0) * BM)  # the block's first position (named in the IR's text)
+    h, b = k.program_id(1), k.program_id(2)
 
     x1 = k.reg(BM, half, f32)
     x2 = k.reg(BM, half, f32)
