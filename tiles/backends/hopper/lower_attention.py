@@ -1181,12 +1181,19 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
         producer = self.producer(k.body, 0)
         reducer = self.reducer_lines(k.body, 0) if self.reducer else []
         shared = []
+        once = {id(o.outs[0]) for o in self.once}
         for t in k.tiles:
             if t.kind == "shared":
-                n = "[STAGES]" if t in self.ring else "[2]" if self.ds_stages == 2 and t in self.written else ""
+                two = self.ds_stages == 2 and t in self.written
+                n = "[STAGES]" if t in self.ring else "[2]" if two else ""
                 r, c = self.stored(t)
-                how = f", held transposed ({r}x{c})" if t in self.flipped else ""
-                shared.append(f"st<{CTYPE[t.dtype.name]}, {r}, {c}> {self.var(t)[2:].split('[')[0]}{n};  // {t.type_str()}{how}")
+                # what the C++ type does not say: how the tile is used (its IR type is the same st<...>)
+                role = ("one a ring stage" if t in self.ring else "two copies, written in turn" if two
+                        else "loaded once a program" if id(t) in once else "")
+                how = f"held transposed ({r}x{c})" if t in self.flipped else ""
+                note = "; ".join(x for x in (role, how) if x)
+                shared.append(f"st<{CTYPE[t.dtype.name]}, {r}, {c}> {self.var(t)[2:].split('[')[0]}{n};"
+                              + (f"  // {t.name}: {note}" if note else ""))
         for o in [x for x in k.walk() if isinstance(x, ir.Op) and id(x) in self.reduces]:
             t = o.ins[0]
             part = (f"each consumer warpgroup's partial {t.name}" if t in self.split_k
