@@ -298,3 +298,27 @@ def test_bwd_dkdv_holds_scores_transposed(D):
         assert "[hoisted:" in src and "mma_wait<2>(s);" in src
     else:  # D = 128: dK / dV take 128 registers; hoisting too would spill
         assert "[hoisted:" not in src and "mma_wait<1>(s);" in src
+
+
+@pytest.mark.parametrize("kernel", ["fwd", "dq", "dkdv", "fused"])
+@pytest.mark.parametrize("options", [None, {"split_tail": True}], ids=["plain", "split"])
+def test_signature_holds_what_the_code_reads_in_the_launch_order(kernel, options):
+    """Sizes and strides no statement reads (those of tensors that only TMA maps read, a head_dim fixed
+    at trace time) are left out of the kernel's parameters and of the launch's arguments alike: the
+    signature and Lowered.args stay the same list, in the same order, and every size left is read."""
+    import re
+    if options and kernel != "fwd":
+        pytest.skip("the split tail is the forward's")
+    low = _lower(D=128, causal=False, kernel=kernel, launched=True, **({"options": {**options, "peel": True}} if options else {}))
+    head = low.source.split(f"{low.entry}(", 1)[1].split(") {", 1)[0]
+    params = [p.strip().split()[-1] for p in head.split(",\n")]
+    names = {"tma": lambda a: a[1], "tma_vec": lambda a: a[1], "ptr": lambda a: a[1].name,
+             "dim": lambda a: a[1].name.replace(".", "_"), "stride64": lambda a: a[1].name.replace(".", "_"),
+             "f32": lambda a: a[1].name, "split_ws": lambda a: "split_ws", "split_whole": lambda a: "split_whole",
+             "split_parts": lambda a: "split_parts"}
+    assert params == [names[a[0]](a) for a in low.args]
+    body = low.source.split(") {", 1)[1]
+    for p in params:
+        if re.fullmatch(r"\w+_(shape|stride)\d", p):
+            assert re.search(rf"\b{p}\b", body), f"{p} is a parameter nothing reads"
+    assert "int Q_shape3" not in low.source  # head_dim: the constexpr D

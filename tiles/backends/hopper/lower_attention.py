@@ -39,6 +39,7 @@ accepts) and written with bounded stores from registers (rows past the tensor's 
 from __future__ import annotations
 
 import math
+import re
 from typing import Dict, List, Optional, Tuple
 
 from tiles.core import ir
@@ -1227,10 +1228,9 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
         for P in ptr_params:
             const = "" if any(isinstance(n, ir.Op) and n.name in writes and n.ins[1].param is P for n in k.walk()) else "const "
             sig.append(f"{const}{CTYPE[P.dtype.name]}* __restrict__ {P.name}")
-        for P in k.params:
-            sig += [f"int {self.sym_name(d)}" for d in P.dims]
-        for P in k.params:
-            sig += [f"long long {self.sym_name(s)}" for s in P.strides]
+        sizes = [(f"int {self.sym_name(d)}", ("dim", d)) for P in k.params for d in P.dims]
+        sizes += [(f"long long {self.sym_name(st)}", ("stride64", st)) for P in k.params for st in P.strides]
+        sig += [decl for decl, _ in sizes]
         sig += [f"float {self.sym_name(s)}" for s in k.scalars]
         if self.split is not None:  # the launcher's plan: whole programs, then parts (tiles/split.h)
             sig += ["float* __restrict__ split_ws", "int split_whole", "int split_parts"]
@@ -1276,13 +1276,18 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
                    transposed=", ".join(t.name for t in k.tiles if t.kind == "reg" and t in self.flipped),
                    col_vectors=", ".join(t.name for t in k.tiles if t.kind == "vec" and t in self.flipped))
         src = self.env.get_template("attention.cu.j2").render(**ctx)
+        # the sizes and strides the code reads (those of tensors read through TMA maps mostly are not):
+        # the others leave the signature and the launch's arguments alike, and the source is rendered again
+        kernels = 2 if self.split is not None else 1  # the merge kernel repeats the signature
+        unread = {decl for decl, _ in sizes if len(re.findall(rf"\b{decl.split()[-1]}\b", src)) <= kernels}
+        if unread:
+            sizes = [(decl, a) for decl, a in sizes if decl not in unread]
+            ctx["sig"] = sig = [x for x in sig if x not in unread]
+            src = self.env.get_template("attention.cu.j2").render(**ctx)
         args = [("tma", m, P, rows, kept_row) for m, (P, rows, kept_row) in self.map_info.items()]
         args += [("tma_vec", m, P, rows) for m, (P, rows) in self.vec_maps.items()]
         args += [("ptr", P) for P in ptr_params]
-        for P in k.params:
-            args += [("dim", d) for d in P.dims]
-        for P in k.params:
-            args += [("stride64", s) for s in P.strides]
+        args += [a for _, a in sizes]
         args += [("f32", s) for s in k.scalars]
         if self.split is not None:
             args += [("split_ws",), ("split_whole",), ("split_parts",)]
