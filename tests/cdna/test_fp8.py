@@ -15,7 +15,7 @@ import torch
 from tiles.backends.cdna import compile as cc
 from tiles.backends.cdna import layouts as L
 from tiles.backends.cdna.backend import CDNABackend
-from tiles.backends.cdna.lower_fp8 import CDNAFp8GemmLowering, accesses, check_fp8, fp8_config, fp8_mfma
+from tiles.backends.cdna.lower_fp8 import CDNAFp8GemmLowering, accesses, check_fp8, fp8_config, fp8_mfma, operands
 from tiles.core.lowering import LoweringError
 from tiles.kernels import SUITE
 
@@ -247,7 +247,8 @@ def make_problem(M, N, K, arch, seed, lda=None, ldb=None, rowwise=False):
 
 def emulate(tmp_path, arch, M, N, K, out=torch.bfloat16, seed=0, lda=None, ldb=None, mf=32, rowwise=False):
     a, b, sa, sb, ref = make_problem(M, N, K, arch, seed, lda, ldb, rowwise)
-    av, bv = a[:, :K], b[:, :K]
+    av, bv = operands(a[:, :K], b[:, :K])  # as the backend hands them over (a padded copy where rows are not)
+    a, b = (t.as_strided((t.shape[0], t.stride(0)), (t.stride(0), 1)) for t in (av, bv))  # the whole rows
     sbv = sb if rowwise else sb.unsqueeze(1).expand(sb.shape[0], 128, sb.shape[1])
     c = torch.empty(M, N, dtype=out)
     k = _kernel(rowwise).trace(av, bv, sa, sbv, c)
@@ -297,6 +298,7 @@ CASES = [
     ("gfx950", 70, 200, 300, 304, 304, 32, torch.float32),  # three K blocks, the last 44 wide
     ("gfx942", 64, 129, 128, 128, 128, 16, torch.float32),  # one full K block, one column past the first tile
     ("gfx950", 1, 1, 1, 16, 16, 16, torch.bfloat16),  # one element
+    ("gfx942", 1, 3, 5, None, None, 32, torch.float32),  # one row of 5 bytes, as a caller's tensor holds it
 ]
 
 

@@ -168,5 +168,5 @@ def test_backward_fused(backend, shape, causal, monkeypatch):
     launched = []
     launch = tiles.api._launch
     monkeypatch.setattr(tiles.api, "_launch", lambda b, kfn, *a, **kw: (launched.append(kfn.name), launch(b, kfn, *a, **kw)))
-    test_backward(backend, shape, causal)
+    test_backward(backend, shape, causal, torch.bfloat16)
     assert "attention_bwd_fused" in launched and "attention_bwd_dq" not in launched, launched

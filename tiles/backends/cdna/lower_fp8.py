@@ -249,10 +249,12 @@ def check_fp8(name: str, dtype: torch.dtype, arch: str) -> None:
 
 
 def operands(A: torch.Tensor, B: torch.Tensor):
-    """A and B as the template reads them: k-contiguous rows starting on 16-byte boundaries (a copy when not)."""
+    """A and B as the template reads them: k-contiguous rows starting on 16-byte boundaries (a copy when not).
+    A single row too: its view spans rows x stride bytes and is read in 16-byte vectors, so a row of K
+    bytes (M = 1, K not a multiple of 16) would leave its last vector outside the view, read as zeros."""
     out = []
     for t in (A, B):
-        ok = (t.shape[1] <= 1 or t.stride(1) == 1) and (t.shape[0] <= 1 or t.stride(0) % 16 == 0) and t.data_ptr() % 16 == 0
+        ok = (t.shape[1] <= 1 or t.stride(1) == 1) and t.stride(0) % 16 == 0 and t.data_ptr() % 16 == 0
         if not ok:
             cols = -(-t.shape[1] // 16) * 16
             p = torch.zeros((t.shape[0], max(cols, 16)), dtype=t.dtype, device=t.device)
