@@ -26,11 +26,10 @@ class HopperBackend(Backend):
     name = "hopper"
     include_dir = str(runtime.INCLUDE_DIR)
     source_suffix = ".cu"
-    # The GEMM template's K-major B (b_kmajor) compiles spill-free (tests/hopper/test_compile.py) and ran
-    # within the float64 bound on the H200 in early sessions (bench/hopper_gemm_check.py "bt"), but not
-    # through this launch path yet: off until tests/hopper/test_gemm_kmajor.py has passed on the device
-    # (the API copies such a B row-major meanwhile).
-    gemm_b_kmajor = False
+    # The GEMM template's K-major B (b_kmajor): a weight passed as w.t() (x @ w.T) is read where it lies.
+    # tests/hopper/test_gemm_kmajor.py passed on the H200 in session 40 (float64 bound at four shapes
+    # with tails, in place without a copy, and nn.Linear's forward and backward through autograd).
+    gemm_b_kmajor = True
 
     def __init__(self):
         self._lowered: dict = {}  # (traced kernel, options, device) -> Lowered
