@@ -1,10 +1,10 @@
 #!/bin/sh
-# Session 41's first call: the fp8 GEMM's clock (bench/fp8_clock.py, prepared in session 38), then
-# compute-sanitizer over the ring / split attention workloads (not run since 413ca9e; the split merge
-# changed in session 40).
+# Session 41's first call: the forward at decode shapes (bench/attention_decode.py: the launcher's choice,
+# forced key parts, SDPA's backends), then the fp8 GEMM's clock (bench/fp8_clock.py, prepared in
+# session 38).
 #   sh bench/device_session41a.sh
 DEVICE_PYTHONPATH=bench
 . bench/device_env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw,temperature.gpu --format=csv
-timeout 220 python3 bench/fp8_clock.py 2>&1 | grep -v Warning
-WORKLOAD=ring TOOLS="synccheck racecheck memcheck" TOOL_TIMEOUT=80 sh bench/device_sanitize.sh
+timeout 300 python3 bench/attention_decode.py 2>&1 | grep -v Warning
+timeout 240 python3 bench/fp8_clock.py 2>&1 | grep -v Warning

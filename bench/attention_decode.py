@@ -1,0 +1,106 @@
+"""Session 41: the forward at decode shapes (a few query rows against a long KV cache), where the grid
+has fewer programs than the H200 has SMs: the launcher's choice, the key range forced into R parts
+(option split_tail; causal with window=False, since one query block a head leaves no pairs to walk),
+beside SDPA's backends. Each variant's output is checked against float64 (TESTING.md's rule, with SDPA's
+math backend in bf16 as the low-precision reference) before it is timed. The suite's timing (rested
+launches, interleaved, medians); the figure of merit is the bytes of K and V over the time.
+
+    PYTHONPATH=.:bench python3 bench/attention_decode.py
+"""
+import torch
+import torch.nn.functional as F
+
+import hopper_gemm_tiles as ht
+import tiles
+from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
+from tiles.kernels import attention_fwd
+
+# (B, H, H_kv, Sq, Sk, D, causal)
+SHAPES = [(1, 32, 8, 1, 32768, 128, True), (8, 32, 8, 1, 8192, 128, True), (16, 32, 8, 1, 4096, 128, False),
+          (1, 64, 8, 1, 131072, 128, True), (4, 32, 8, 8, 16384, 128, True), (1, 16, 16, 1, 16384, 64, False),
+          (2, 16, 16, 128, 16384, 128, False)]
+PARTS = (8, 16, 32)
+
+
+def forced(q, k, v, o, lse, causal, extra):
+    D, Sq = q.shape[-1], q.shape[1]
+    opts = dict(W.schedule("attention_fwd", D, (q, k, v, o, lse), causal) or {})
+    opts.update(extra)
+    cfg = W.config("attention_fwd", D=D, causal=causal, Sq=Sq)
+    return W.prepare(attention_fwd, q, k, v, o, lse, D ** -0.5, causal=causal, D=D, options=opts, **cfg)
+
+
+def sdpa(backend, q, k, v, causal):
+    qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
+    with torch.nn.attention.sdpa_kernel(backend):
+        return F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal, enable_gqa=k.shape[2] != q.shape[2]
+                                              ).transpose(1, 2)
+
+
+def reference(q, k, v, causal, dtype=torch.float64):
+    """Bottom-right causal alignment, as tiles and FlashAttention define it."""
+    g = q.shape[2] // k.shape[2]
+    qd, kd, vd = (t.to(dtype).transpose(1, 2) for t in (q, k, v))
+    kd, vd = kd.repeat_interleave(g, 1), vd.repeat_interleave(g, 1)
+    s = (qd @ kd.transpose(-1, -2)) * q.shape[-1] ** -0.5
+    if causal:
+        Sq, Sk = q.shape[1], k.shape[1]
+        r = torch.arange(Sq, device=q.device)[:, None]
+        c = torch.arange(Sk, device=q.device)[None, :]
+        s = s.masked_fill(c > r + Sk - Sq, float("-inf"))
+    return (torch.softmax(s, -1) @ vd).transpose(1, 2)
+
+
+def main():
+    for B, H, Hkv, Sq, Sk, D, causal in SHAPES:
+        sets = []
+        for i in range(2):
+            g = torch.Generator(device="cuda").manual_seed(i)
+            q = torch.randn(B, Sq, H, D, device="cuda", generator=g).bfloat16()
+            k, v = (torch.randn(B, Sk, Hkv, D, device="cuda", generator=g).bfloat16() for _ in range(2))
+            sets.append((q, k, v))
+        q, k, v = sets[0]
+        ref = reference(q, k, v, causal)
+        lowp = reference(q, k, v, causal, torch.bfloat16).double()
+        rf = ref.float()
+        bound = 2 * (lowp - ref).abs().max().item() + 2 * ((rf + 0.3 - 0.3) - rf).abs().max().item()
+        fns, line = {}, []
+        fns["api"] = lambda i: tiles.attention(*sets[i % 2], causal=causal)
+        variants = {f"split{r}": {"split_tail": r, **({"window": False} if causal else {})} for r in PARTS}
+        for name, extra in variants.items():
+            outs = [(torch.empty_like(x[0]), torch.empty(B, H, Sq, device="cuda")) for x in sets]
+            try:
+                gos = [forced(*x, *outs[i], causal, extra) for i, x in enumerate(sets)]
+            except Exception as e:  # noqa: BLE001 - report and go on
+                line.append(f"{name}: {type(e).__name__}: {str(e)[:120]}")
+                continue
+            fns[name] = lambda i, g=gos: g[i % 2]()
+            fns[name](0)
+            torch.cuda.synchronize()
+            err = (outs[0][0].double() - ref).abs().max().item()
+            line.append(f"{name}{gos[0].split}: err {err:.2g}{'' if err <= bound else ' FAILS'}")
+        for name, be in (("sdpa_flash", torch.nn.attention.SDPBackend.FLASH_ATTENTION),
+                         ("sdpa_cudnn", torch.nn.attention.SDPBackend.CUDNN_ATTENTION),
+                         ("sdpa_efficient", torch.nn.attention.SDPBackend.EFFICIENT_ATTENTION)):
+            try:
+                out = sdpa(be, q, k, v, causal)
+                torch.cuda.synchronize()
+            except Exception as e:  # noqa: BLE001
+                line.append(f"{name}: {type(e).__name__}")
+                continue
+            err = (out.double() - ref).abs().max().item()
+            line.append(f"{name}: err {err:.2g}{'' if err <= bound else ' FAILS'}")
+            fns[name] = lambda i, be=be: sdpa(be, *sets[i % 2], causal)
+        api_err = (tiles.attention(q, k, v, causal=causal).double() - ref).abs().max().item()
+        print(f"B={B} H={H} Hkv={Hkv} Sq={Sq} Sk={Sk} D={D} causal={int(causal)} bound {bound:.2g}: "
+              f"api err {api_err:.2g}{'' if api_err <= bound else ' FAILS'}; " + "; ".join(line), flush=True)
+        ms = ht.suite_timed(fns, 2, reps=15, budget_s=3.0)
+        kv_bytes = 2 * B * Sk * Hkv * D * 2
+        print("  " + " ".join(f"{n}={t * 1e3:.0f}us/{kv_bytes / (t * 1e-3) / 1e12:.2f}TB/s" for n, t in ms.items())
+              + f" | api over flash {ms.get('sdpa_flash', float('nan')) / ms['api']:.3f}", flush=True)
+        del sets, ref, lowp
+        torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main()
