@@ -98,7 +98,7 @@ def main():
         kv_bytes = 2 * B * Sk * Hkv * D * 2
         print("  " + " ".join(f"{n}={t * 1e3:.0f}us/{kv_bytes / (t * 1e-3) / 1e12:.2f}TB/s" for n, t in ms.items())
               + f" | api over flash {ms.get('sdpa_flash', float('nan')) / ms['api']:.3f}", flush=True)
-        del sets, ref, lowp
+        fns = sets = ref = lowp = None
         torch.cuda.empty_cache()
 
 
