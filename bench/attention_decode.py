@@ -30,6 +30,14 @@ def forced(q, k, v, o, lse, causal, extra):
     return W.prepare(attention_fwd, q, k, v, o, lse, D ** -0.5, causal=causal, D=D, options=opts, **cfg)
 
 
+def packed(q):
+    """One query row a head, grouped: (B, 1, H, D) as (B, H / H_kv, H_kv, D), a view. The query heads that
+    share a key / value head become rows of one program, which then reads that head once (FlashAttention-2's
+    swap of seqlen_q and the group at decode). Exact where Sq = 1: causal or not, each row sees every key."""
+    B, _, H, D = q.shape
+    return lambda Hkv: q.view(B, Hkv, H // Hkv, D).transpose(1, 2)
+
+
 def sdpa(backend, q, k, v, causal):
     qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
     with torch.nn.attention.sdpa_kernel(backend):
@@ -66,6 +74,27 @@ def main():
         bound = 2 * (lowp - ref).abs().max().item() + 2 * ((rf + 0.3 - 0.3) - rf).abs().max().item()
         fns, line = {}, []
         fns["api"] = lambda i: tiles.attention(*sets[i % 2], causal=causal)
+        if Sq == 1:
+            def pack(i):
+                q_, k_, v_ = sets[i % 2]
+                return tiles.attention(packed(q_)(Hkv), k_, v_).transpose(1, 2).reshape(B, 1, H, D)
+            fns["pack"] = pack
+            err = (pack(0).double() - ref).abs().max().item()
+            line.append(f"pack: err {err:.2g}{'' if err <= bound else ' FAILS'}")
+            for r in PARTS:
+                outs = [(torch.empty(B, H // Hkv, Hkv, D, device="cuda", dtype=torch.bfloat16),
+                         torch.empty(B, Hkv, H // Hkv, device="cuda")) for _ in sets]
+                try:
+                    gos = [forced(packed(x[0])(Hkv), x[1], x[2], *outs[i], False, {"split_tail": r})
+                           for i, x in enumerate(sets)]
+                except Exception as e:  # noqa: BLE001
+                    line.append(f"pack_split{r}: {type(e).__name__}: {str(e)[:120]}")
+                    continue
+                fns[f"pack_split{r}"] = lambda i, g=gos: g[i % 2]()
+                gos[0]()
+                torch.cuda.synchronize()
+                err = (outs[0][0].transpose(1, 2).reshape(B, 1, H, D).double() - ref).abs().max().item()
+                line.append(f"pack_split{r}{gos[0].split}: err {err:.2g}{'' if err <= bound else ' FAILS'}")
         variants = {f"split{r}": {"split_tail": r, **({"window": False} if causal else {})} for r in PARTS}
         for name, extra in variants.items():
             outs = [(torch.empty_like(x[0]), torch.empty(B, H, Sq, device="cuda")) for x in sets]
