@@ -104,3 +104,31 @@ def test_custom_ops_pass_torch_opcheck():
             torch.library.opcheck(op, args, test_utils=utils)
         except Exception as e:  # noqa: BLE001  (name the op in the failure)
             raise AssertionError(f"tiles::{name}: {e}") from e
+
+
+def test_decode_runs_grouped_rows_without_the_mask(monkeypatch):
+    """One query row: causal is dropped (the row sees every key), and under GQA the query heads of a key /
+    value head become the rows of one head, a view of q (the kernel then reads each head's keys once)."""
+    seen = []
+    impl = api._attention_fwd_impl
+
+    def spy(q, k, v, causal, scale, backend):
+        seen.append((tuple(q.shape), causal, q.data_ptr()))
+        return impl(q, k, v, causal, scale, backend)
+
+    monkeypatch.setattr(api, "_attention_fwd_impl", spy)
+    g = torch.Generator().manual_seed(3)
+    q = torch.randn(2, 1, 8, 64, generator=g).to(torch.bfloat16)
+    k, v = (torch.randn(2, 40, 2, 64, generator=g).to(torch.bfloat16) for _ in range(2))
+    out, lse = tiles.attention(q, k, v, causal=True, backend="interp", return_lse=True)
+    assert seen == [((2, 4, 2, 64), False, q.data_ptr())]  # (B, H / Hkv, Hkv, D), no copy
+    assert out.shape == q.shape and lse.shape == (2, 8, 1)
+    # the same answer as the heads one by one: row j of kv head h is query head h * 4 + j
+    for h in range(8):
+        o1, l1 = tiles.attention(q[:, :, h:h + 1], k[:, :, h // 4:h // 4 + 1], v[:, :, h // 4:h // 4 + 1],
+                                 backend="interp", return_lse=True)
+        assert torch.equal(out[:, :, h:h + 1], o1) and torch.equal(lse[:, h:h + 1], l1)
+    seen.clear()
+    tiles.attention(q[:, :, :2], k, v, causal=True, backend="interp")  # MHA: no grouping, still no mask
+    tiles.attention(torch.cat([q, q], 1), k, v, causal=True, backend="interp")  # two rows: as given
+    assert [(s, c) for s, c, _ in seen] == [((2, 1, 2, 64), False), ((2, 2, 8, 64), True)]

@@ -172,8 +172,25 @@ def attention(q, k, v, causal: bool = False, scale: Optional[float] = None, back
     b = backends.resolve(backend, device, needs)
     for n, t in (("q", q), ("k", k), ("v", v)):
         validate.index_range(n, t, b.max_index)
-    out, lse = (_attention_fwd_impl if _direct(q, k, v) else _attention_fwd)(q, k, v, causal, scale, b.name)
+    B, Sq, H, D = q.shape
+    Hkv = k.shape[2]
+    if Sq == 1:  # decode: aligned bottom-right, the one query row sees every key, so the mask is void
+        causal = False
+    if Sq == 1 and Hkv < H:
+        q = _grouped_rows(q, Hkv)
+    fwd = _attention_fwd_impl if _direct(q, k, v) else _attention_fwd
+    out, lse = fwd(q, k, v, causal, scale, b.name)
+    if q.shape[1] != Sq:  # back from the grouped rows: (B, H / Hkv, Hkv, D) -> (B, 1, H, D)
+        out, lse = out.transpose(1, 2).reshape(B, 1, H, D), lse.reshape(B, H, 1)
     return (out, lse) if return_lse else out
+
+
+def _grouped_rows(q: torch.Tensor, Hkv: int) -> torch.Tensor:
+    """One query row a head, (B, 1, H, D), as (B, H / Hkv, Hkv, D): a view in which the query heads that
+    share a key / value head are the rows of one head. A program then reads that head's keys and values
+    once for all of them, instead of once a query head, and the grid has H / Hkv times fewer programs
+    to cut along the keys (FlashAttention-2 swaps seqlen_q and the group the same way at decode)."""
+    return q.squeeze(1).unflatten(1, (Hkv, q.shape[2] // Hkv)).transpose(1, 2)
 
 
 # ----------------------------------------------------------------------------- gemm

@@ -68,6 +68,22 @@ def test_backward(backend, shape, causal, dtype):
     check_grads(name, q, k, v, causal, 0.7 / math.sqrt(shape[-1]), lambda out, lse: (out * do.to(out.dtype)).sum())
 
 
+@pytest.mark.parametrize("H,Hkv,D", [(8, 2, 128), (4, 1, 64), (6, 3, 64)], ids=["gqa4", "mqa", "gqa2"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_decode(backend, H, Hkv, D, causal):
+    """One query row against a long cache (the api runs GQA's query heads as rows of one head): the output,
+    the LSE and the gradients through both, as any other call's."""
+    name, device = backend
+    q, k, v = _inputs(3, 1, 300, H, Hkv, D, torch.bfloat16, device, seed=3)
+    out, lse = tiles.attention(q, k, v, causal=causal, backend=name, return_lse=True)
+    assert out.shape == q.shape and lse.shape == (3, H, 1)
+    check_attention_fwd(out, lse, q, k, v, causal, D ** -0.5)
+    g = torch.Generator().manual_seed(4)
+    do, dl = torch.randn(q.shape, generator=g).to(device), torch.randn(3, H, 1, generator=g).to(device)
+    check_grads(name, q, k, v, causal, D ** -0.5,
+                lambda out, lse: (out * do.to(out.dtype)).sum() + (lse * dl.to(lse.dtype)).sum())
+
+
 def test_fully_masked_rows_are_zero_with_finite_grads(backend):
     name, device = backend
     q, k, v = _inputs(1, 50, 20, 2, 1, 64, torch.bfloat16, device)
