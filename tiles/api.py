@@ -164,7 +164,9 @@ def attention(q, k, v, causal: bool = False, scale: Optional[float] = None, back
     in q's dtype, and with `return_lse` also the log-sum-exp (batch, heads, seq_q) in f32 (+inf on
     rows with no key). Differentiable in q, k and v, through the output and the LSE; the gradients are
     first order (differentiating them again raises). `scale` defaults to 1/sqrt(head_dim); the kernels
-    apply it to the scores in f32.
+    apply it to the scores in f32. One query row (decode against a KV cache) runs unmasked, since it sees
+    every key either way, and under GQA / MQA its query heads run as the rows of one program per key /
+    value head, which reads the cache once for all of them.
     """
     q, k, v, scale, device = validate.attention(q, k, v, causal, scale, backend)
     validate.flag("return_lse", return_lse)
