@@ -148,6 +148,7 @@ def test_fresh_result_names_never_replace_a_file(tmp_path):
     (["run", "--budget", "-5"], "--budget must be a number of seconds > 0"),
     (["run", "--kernels", ","], "--kernels: none given"),
     (["run", "--backend", "nosuch"], "--backend: backend='nosuch' is not a tiles backend"),
+    (["run", "--suite", "decode", "--kernels", "gemm"], "--suite decode times attention_fwd only"),
 ])
 def test_cli_errors_are_one_line(argv, needle, tmp_path):
     """Bad arguments and unreadable files: exit status 2 and one line naming the problem, no traceback."""
@@ -202,3 +203,25 @@ def test_nt_gemm_rows_time_x_at_w_transposed(monkeypatch):
             dict(kernel="gemm", shape=dict(M=8, N=8, K=8, layout="nt"), impl="tiles", correct=True, ms=4.0),
             dict(kernel="gemm", shape=dict(M=8, N=8, K=8, layout="nt"), impl="cublas", correct=True, ms=2.0)]
     assert mod.ratios({"rows": rows}) == {"gemm": [("8x8x8", 2.0)], "gemm NT": [("8x8x8 NT", 0.5)]}
+
+
+def test_decode_suite_is_one_query_row_against_a_cache():
+    """The decode suite: attention_fwd only, one query row, non-causal (SDPA's is_causal aligns top-left,
+    which with one row would keep key 0 alone), GQA among its heads; and a decode row through the harness
+    on the interpreter is timed and correct against the reference."""
+    import torch
+
+    from tiles.bench import run as R
+    from tiles.bench import shapes
+
+    fwd = shapes.attention_shapes("decode")
+    assert fwd and all(s["S"] == 1 and s["S_k"] >= 2048 and not s["causal"] for s in fwd)
+    assert any(s["H_kv"] < s["H"] for s in fwd) and any(s["H_kv"] == s["H"] for s in fwd)
+    assert shapes.attention_shapes("decode", backward=True) == [] == shapes.gemm_shapes("decode")
+    with pytest.raises(ValueError, match="attention_fwd only"):
+        R.run("decode", ("gemm",), None, "interp", quiet=True)
+    s = dict(B=2, H=8, H_kv=2, S=1, S_k=300, D=64, causal=False)
+    rows = R.bench_attention(s, torch.device("cpu"), "interp", False, reps=2, budget=0.1, progress=lambda rows: None)
+    assert {r["impl"] for r in rows if r.get("ms") is not None} >= {"tiles", "torch_sdpa"}
+    assert all(r["correct"] for r in rows if "correct" in r)
+    assert report.shape_key(s) == "B2 H8/2 S1/300 D64"

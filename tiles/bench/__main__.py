@@ -1,7 +1,9 @@
-"""python -m tiles.bench run [--suite tiny|quick|standard|full] [--kernels ...] [--out FILE]
+"""python -m tiles.bench run [--suite tiny|quick|standard|full|decode] [--kernels ...] [--out FILE]
 python -m tiles.bench report FILES... --out DIR [--published FILE]"""
 import argparse
 import sys
+
+from . import shapes
 
 
 def main(argv=None) -> int:
@@ -10,7 +12,8 @@ def main(argv=None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="time tiles and the vendor baselines on the GPU present (without a GPU: the "
                                    "tiny suite on the CPU interpreter, a check of the harness)")
-    r.add_argument("--suite", default="quick", choices=["tiny", "quick", "standard", "full"])
+    r.add_argument("--suite", default="quick", choices=list(shapes.SUITES),
+                   help="decode: attention_fwd with one query row against 2k-128k keys of cache")
     r.add_argument("--kernels", default="gemm,attention_fwd,attention_bwd",
                    help="comma-separated: gemm, gemm_fp8, attention_fwd, attention_bwd")
     r.add_argument("--backend", default=None, help="force a tiles backend (default: best for the device)")
@@ -32,6 +35,8 @@ def main(argv=None) -> int:
         if bad or not kernels:
             ap.error(f"--kernels: {'unknown ' + str(sorted(bad)) if bad else 'none given'}; choose from gemm, "
                      "gemm_fp8, attention_fwd, attention_bwd")
+        if args.suite == "decode" and "attention_fwd" not in kernels:
+            ap.error("--suite decode times attention_fwd only; add it to --kernels")
         if args.reps < 1:
             ap.error(f"--reps must be at least 1, got {args.reps}")
         if not args.budget > 0:

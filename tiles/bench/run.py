@@ -365,6 +365,8 @@ def compile_times(device, backend) -> list:
 
 def run(suite="quick", kernels=("gemm", "attention_fwd", "attention_bwd"), out=None, backend=None,
         reps=30, budget=1.0, quiet=False) -> dict:
+    if suite == "decode" and "attention_fwd" not in kernels:
+        raise ValueError(f"the decode suite times attention_fwd only, not {', '.join(kernels)}")
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if device.type == "cpu":  # the interpreter is the reference semantics: time only toy shapes
         if not quiet:
@@ -380,7 +382,7 @@ def run(suite="quick", kernels=("gemm", "attention_fwd", "attention_bwd"), out=N
         work += [("gemm_fp8", s) for s in fp8_shapes(suite)]
     for k in ("attention_fwd", "attention_bwd"):
         if k in kernels:
-            work += [(k, s) for s in shapes.attention_shapes(suite)]
+            work += [(k, s) for s in shapes.attention_shapes(suite, k == "attention_bwd")]
     rows = []
     t0 = time.perf_counter()
 
