@@ -26,6 +26,13 @@ def test_plan_standard_shapes():
     assert split.plan(2048, 132, 32, parts=1) == (2048, 1)
     # a short grid (fewer programs than SMs) is all tail: flash-decoding's split of the keys
     assert split.plan(32, 132, 8) == (0, 4)
+    # ... and one shorter than the parts the last waves take (8) fills the SMs once: decode's grouped
+    # heads (8 programs over 32k keys) in 16 parts, MQA's one program in as many as fill them
+    assert split.plan(8, 132, 256) == (0, 16)
+    assert split.plan(8, 132, 256, max_parts=8) == (0, 8)
+    whole, r = split.plan(1, 132, 256)
+    assert whole == 0 and 120 <= r <= 132
+    assert split.plan(1, 132, 5) == (0, 5)  # at most one part a trip
     assert split.plan(2048, 132, 32, parts=5) == (1980, 5)
     assert split.plan(2048, 132, 3, parts=5) == (1980, 3)  # at most one part a trip
     for bad in (0, -1, 2.0, True):
@@ -169,6 +176,34 @@ def test_split_standard_shape_whole_tiles_bitwise():
     assert d.max().item() < 4e-3 and d.mean().item() < 1e-4, (d.max().item(), d.mean().item())
     assert (l1[lmask] - l2[lmask]).abs().max().item() < 1e-4
     assert not math.isnan(o2.float().sum().item())
+
+
+@pytest.mark.parametrize("H,Hkv,Sk", [(8, 1, 5000), (32, 8, 33000)], ids=["mqa", "gqa4"])
+def test_decode_through_the_api_fills_the_sms(H, Hkv, Sk, monkeypatch):
+    """tiles.attention at decode (one query row a sequence, causal as users pass it): the grouped heads'
+    few programs are split until they fill the SMs once, and the answer holds against float64."""
+    needs.hopper_gpu()
+    import sys
+    import pathlib
+    sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "portability"))
+    from reference import check_attention_fwd
+    import tiles
+    from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
+    splits = []
+    real = W._prepare
+
+    def spy(*a, **kw):
+        go = real(*a, **kw)
+        splits.append(go.split)
+        return go
+    monkeypatch.setattr(W, "_prepare", spy)
+    q, k, v = _inputs(1, 1, Sk, H, Hkv, 128, torch.bfloat16, Sk)
+    o, lse = tiles.attention(q, k, v, causal=True, return_lse=True)
+    torch.cuda.synchronize()
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    programs, trips = Hkv, -(-Sk // 128)
+    assert splits == [split.plan(programs, sms, trips)] and splits[0][1] > 8, splits
+    check_attention_fwd(o, lse, q, k, v, False, 128 ** -0.5)
 
 
 def test_split_forward_in_a_cuda_graph():

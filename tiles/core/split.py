@@ -39,15 +39,20 @@ def merge_lse(outs, lses):
     return out, lse
 
 
-def plan(programs: int, workers: int, trips: int, parts=None, overhead: float = 2.0, max_parts: int = 8):
+def plan(programs: int, workers: int, trips: int, parts=None, overhead: float = 2.0, max_parts=None):
     """(whole, parts) for a persistent walk of `programs` programs of `trips` loop trips each on
     `workers` CTAs: the first `whole` run whole, each later one as `parts` parts. The tail is the
     partial last wave; cutting it into R parts makes its ceil(tail·R / workers) rounds each R times
     shorter, plus `overhead` trips a unit (its prologue and epilogue). The smallest R within 3 % of
     the cheapest is taken: every part is one more workspace tile to merge. parts=R forces R (the
-    benchmarks' variants); no tail, or R = 1 best, gives whole = programs (nothing split)."""
+    benchmarks' variants); no tail, or R = 1 best, gives whole = programs (nothing split).
+    R is at most `max_parts`: by default 8, the most measured on the standard shapes' last waves, and
+    for a grid shorter than one wave (decode: a few heads' programs over a long cache) as many as
+    fill the workers once."""
     if programs <= 0 or workers <= 0:
         raise ValueError(f"programs and workers must be positive, got {programs}, {workers}")
+    if max_parts is None:
+        max_parts = max(8, workers // programs)
     whole = programs // workers * workers
     tail = programs - whole
     if tail == 0 or trips < 2:
