@@ -18,8 +18,8 @@ from tiles.kernels import attention_fwd
 # (B, H, H_kv, Sq, Sk, D, causal)
 SHAPES = [(1, 32, 8, 1, 32768, 128, True), (8, 32, 8, 1, 8192, 128, True), (16, 32, 8, 1, 4096, 128, False),
           (1, 64, 8, 1, 131072, 128, True), (4, 32, 8, 8, 16384, 128, True), (1, 16, 16, 1, 16384, 64, False),
-          (2, 16, 16, 128, 16384, 128, False)]
-PARTS = (8, 16, 32)
+          (2, 16, 16, 128, 16384, 128, False), (1, 32, 8, 1, 2048, 128, True), (4, 32, 8, 1, 2048, 128, False)]
+PARTS = (2, 8, 16, 32)
 
 
 def forced(q, k, v, o, lse, causal, extra):
