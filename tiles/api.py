@@ -178,11 +178,12 @@ def attention(q, k, v, causal: bool = False, scale: Optional[float] = None, back
     Hkv = k.shape[2]
     if Sq == 1:  # decode: aligned bottom-right, the one query row sees every key, so the mask is void
         causal = False
-    if Sq == 1 and Hkv < H:
+    grouped = Sq == 1 and Hkv < H
+    if grouped:
         q = _grouped_rows(q, Hkv)
     fwd = _attention_fwd_impl if _direct(q, k, v) else _attention_fwd
     out, lse = fwd(q, k, v, causal, scale, b.name)
-    if q.shape[1] != Sq:  # back from the grouped rows: (B, H / Hkv, Hkv, D) -> (B, 1, H, D)
+    if grouped:  # back from the grouped rows: (B, H / Hkv, Hkv, D) -> (B, 1, H, D)
         out, lse = out.transpose(1, 2).reshape(B, 1, H, D), lse.reshape(B, H, 1)
     return (out, lse) if return_lse else out
 
