@@ -178,10 +178,13 @@ def test_split_standard_shape_whole_tiles_bitwise():
     assert not math.isnan(o2.float().sum().item())
 
 
-@pytest.mark.parametrize("H,Hkv,Sk", [(8, 1, 5000), (32, 8, 33000)], ids=["mqa", "gqa4"])
-def test_decode_through_the_api_fills_the_sms(H, Hkv, Sk, monkeypatch):
+@pytest.mark.parametrize("H,Hkv,Sk,D", [(8, 1, 5000, 128), (32, 8, 33000, 128), (16, 16, 3000, 64), (8, 2, 1500, 128)],
+                         ids=["mqa", "gqa4", "mha-d64", "gqa4-short"])
+def test_decode_through_the_api_fills_the_sms(H, Hkv, Sk, D, monkeypatch):
     """tiles.attention at decode (one query row a sequence, causal as users pass it): the grouped heads'
-    few programs are split until they fill the SMs once, and the answer holds against float64."""
+    few programs are cut along the keys until they fill the SMs once, on a persistent grid as long as
+    its units (at any key count, and where D = 64's short sequences would store O through TMA), and the
+    answer holds against float64."""
     needs.hopper_gpu()
     import sys
     import pathlib
@@ -189,21 +192,24 @@ def test_decode_through_the_api_fills_the_sms(H, Hkv, Sk, monkeypatch):
     from reference import check_attention_fwd
     import tiles
     from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
-    splits = []
+    gos = []
     real = W._prepare
 
     def spy(*a, **kw):
         go = real(*a, **kw)
-        splits.append(go.split)
+        gos.append(go)
         return go
     monkeypatch.setattr(W, "_prepare", spy)
-    q, k, v = _inputs(1, 1, Sk, H, Hkv, 128, torch.bfloat16, Sk)
+    q, k, v = _inputs(1, 1, Sk, H, Hkv, D, torch.bfloat16, Sk)
     o, lse = tiles.attention(q, k, v, causal=True, return_lse=True)
     torch.cuda.synchronize()
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    programs, trips = Hkv, -(-Sk // 128)
-    assert splits == [split.plan(programs, sms, trips)] and splits[0][1] > 8, splits
-    check_attention_fwd(o, lse, q, k, v, False, 128 ** -0.5)
+    programs, trips = (H // Hkv + 191) // 192 * Hkv if D == 64 else Hkv, -(-Sk // 128)
+    (go,) = gos
+    whole, parts = go.split
+    assert (whole, parts) == split.plan(programs, sms, trips) and parts > 1, go.split
+    assert go.grid == (min(programs * parts, sms), 1, 1), go.grid
+    check_attention_fwd(o, lse, q, k, v, False, D ** -0.5)
 
 
 def test_split_forward_in_a_cuda_graph():

@@ -11,7 +11,7 @@ from typing import Dict, Optional
 
 from tiles.core import ir, split
 from tiles.core.backend import LaunchCache, call_signature
-from tiles.core.lowering import Lowered
+from tiles.core.lowering import Lowered, LoweringError
 from tiles.core.patterns import Interleave, Pattern
 
 from . import runtime
@@ -160,6 +160,12 @@ class AttentionLaunch:
         if not cls.folds_hold(low, bound):  # the softmax's scale is not positive at this launch
             low = cls._lowering(k, {**(options or {}), "fold": False})
         tensors = {p.name: bound.arguments[p.name] for p in k.params}
+        grid = tuple(int(ir.evaluate(g, cls._env(k, tensors, bound))) for g in k.grid)
+        if min(grid) <= 0:
+            return None
+        short = cls._short_grid(k, low, options, bound, tensors, grid)
+        if short is not None:
+            low, options = short
         copies = []
         # TMA needs 16-byte aligned outer strides: a stride-0 broadcast or an odd stride gets a copy
         # (inputs only: a tensor written through TMA, by a reduce or by option tma_store, is refused)
@@ -187,28 +193,15 @@ class AttentionLaunch:
                                      f"{tuple(t.stride())}, base {t.data_ptr() % 16} bytes past 16")
                 tensors[a[2].name] = t.contiguous()
                 copies.append(tensors[a[2].name])
-        env = {}
-        for P in k.params:
-            t = tensors[P.name]
-            env.update({d.name: int(t.shape[i]) for i, d in enumerate(P.dims)})
-            env.update({st.name: int(t.stride(i)) for i, st in enumerate(P.strides)})
-        for sc in k.scalars:
-            env[sc.name] = float(bound.arguments[sc.name])
-        grid = tuple(int(ir.evaluate(g, env)) for g in k.grid)
-        if min(grid) <= 0:
-            return None
+        env = cls._env(k, tensors, bound)
         programs, grid0 = math.prod(grid), grid[0]
-        if low.notes["persistent"]:  # one CTA per SM walks the tiles (registers allow one per SM)
-            grid = (min(programs, runtime.num_sms()), 1, 1)
+        units = programs
         sp = low.notes.get("split")
         if sp is not None:  # option split_tail: the last partial wave walked in parts (tiles/split.h)
-            loop = k.main_loop()
-            trips = 0  # the heaviest program's (a causal loop's count runs with program 0; both ends)
-            for p0 in (0, grid0 - 1):
-                at = dict(env, pid0=p0, pid1=0, pid2=0)
-                trips = max(trips, int(ir.evaluate(ir.as_expr(loop.stop), at)) - int(ir.evaluate(ir.as_expr(loop.start), at)))
             forced = (options or {}).get("split_tail")
-            whole, parts = split.plan(programs, runtime.num_sms(), trips, None if forced is True else forced)
+            whole, parts = split.plan(programs, runtime.num_sms(), cls._trips(k, env, grid0),
+                                      None if forced is True else forced)
+            units = whole + (programs - whole) * parts
             ws_floats = (programs - whole) * parts * sp["rows"] * (sp["cols"] + 1)
             if whole == programs:  # nothing to split at this launch: the kernel without the option
                 plain = {**(options or {}), "split_tail": False}
@@ -216,6 +209,9 @@ class AttentionLaunch:
                 if not cls.folds_hold(low, bound):
                     low = cls._lowering(k, {**plain, "fold": False})
                 sp = None
+                units = programs
+        if low.notes["persistent"]:  # one CTA per SM walks the units (registers allow one per SM)
+            grid = (min(units, runtime.num_sms()), 1, 1)
         import torch
         kkey = (id(low), torch.cuda.current_device())
         kern = cls._kernel_cache.get(kkey)
@@ -270,7 +266,58 @@ class AttentionLaunch:
                 return copies
         go.lowered, go.copies = low, copies
         go.split = None if sp is None else (whole, parts)
+        go.grid = grid
         return go
+
+    @staticmethod
+    def _env(k: ir.Kernel, tensors: dict, bound) -> dict:
+        """The values of the kernel's sizes, strides and scalars at this launch."""
+        env = {}
+        for P in k.params:
+            t = tensors[P.name]
+            env.update({d.name: int(t.shape[i]) for i, d in enumerate(P.dims)})
+            env.update({st.name: int(t.stride(i)) for i, st in enumerate(P.strides)})
+        for sc in k.scalars:
+            env[sc.name] = float(bound.arguments[sc.name])
+        return env
+
+    @staticmethod
+    def _trips(k: ir.Kernel, env: dict, grid0: int) -> int:
+        """The heaviest program's trips of the pipelined loop (a causal loop's count runs with program 0:
+        both ends are read)."""
+        loop = k.main_loop()
+        trips = 0
+        for p0 in (0, grid0 - 1):
+            at = dict(env, pid0=p0, pid1=0, pid2=0)
+            trips = max(trips, int(ir.evaluate(ir.as_expr(loop.stop), at)) - int(ir.evaluate(ir.as_expr(loop.start), at)))
+        return trips
+
+    @classmethod
+    def _short_grid(cls, k: ir.Kernel, low: Lowered, options: Optional[dict], bound, tensors: dict, grid):
+        """A grid shorter than one wave (decode: a few heads' programs over a long cache) cut along its
+        keys until it fills the SMs once: (the split lowering, its options), or None where the launch
+        decides nothing (split_tail set either way, already split, not persistent, no merge declared,
+        too few trips to cut). The TMA store of O gives way (a part's O goes to the workspace from
+        registers), and a causal walk in pairs to the heavy-first one (the pairs are not cut).
+        H200, session 41 (bench/attention_decode.py): with the persistent grid as long as its units."""
+        loop = k.main_loop()
+        if ((options or {}).get("split_tail") is not None or low.notes.get("split") is not None
+                or not low.notes["persistent"] or loop is None or loop.merge is None):
+            return None
+        programs, sms = math.prod(grid), runtime.num_sms()
+        if programs >= sms or split.plan(programs, sms, cls._trips(k, cls._env(k, tensors, bound), grid[0]))[1] == 1:
+            return None
+        opts = {**(options or {}), "split_tail": True}
+        opts.pop("tma_store", None)
+        if low.notes.get("window"):
+            opts["window"] = False
+        try:
+            split_low = cls._lowering(k, opts)
+            if not cls.folds_hold(split_low, bound):
+                split_low = cls._lowering(k, {**opts, "fold": False})
+        except LoweringError:
+            return None
+        return split_low, opts
 
     @classmethod
     def _lowering(cls, k: ir.Kernel, options: Optional[dict]) -> Lowered:

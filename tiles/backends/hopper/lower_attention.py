@@ -1296,6 +1296,7 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
                        headers=header_files(str(runtime.INCLUDE_DIR)),
                        notes={"grid": k.grid, "template_version": runtime.TEMPLATE_VERSION,
                               "persistent": self.persistent, "positive": self.positive,
+                              "window": self.window_bytes is not None,
                               "consumers": self.consumers, "stages": self.stages,
                               "split": None if self.split is None else {
                                   "rows": self.BM, "cols": self.split["cols"], "merge": name + "_merge"}})
