@@ -55,6 +55,38 @@ def test_schedule_splits_long_non_causal_forwards():
     assert "split_tail" not in (W.schedule("attention_bwd_dq", 128, (), False) or {})
 
 
+def test_short_grids_are_cut_at_any_key_count(monkeypatch):
+    """The launcher's choice for a grid shorter than one wave (decode), on the CPU with the H200's 132 SMs:
+    the split where the plan cuts, the TMA store giving way at D = 64, the heavy-first walk for causal;
+    nothing where schedule() already split, the grid is a wave, or the loop is too short to cut."""
+    from tiles.backends.hopper import runtime
+    from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
+    from tiles.core import ir
+    from tiles.kernels import attention_fwd
+    monkeypatch.setattr(runtime, "num_sms", lambda: 132)
+
+    def choice(B, Sq, H, Hkv, Sk, D, causal):
+        q, k = torch.empty(B, Sq, H, D, dtype=torch.bfloat16), torch.empty(B, Sk, Hkv, D, dtype=torch.bfloat16)
+        args = (q, k, k, torch.empty_like(q), torch.empty(B, H, Sq), D ** -0.5)
+        kw = dict(causal=causal, D=D, **W.config("attention_fwd", D=D, causal=causal, Sq=Sq))
+        opts = W.schedule("attention_fwd", D, args[:5], causal)
+        bound, trace = attention_fwd.bind(*args, **kw), attention_fwd.trace(*args, **kw)
+        tensors = {p.name: bound.arguments[p.name] for p in trace.params}
+        grid = tuple(int(ir.evaluate(g, W._env(trace, tensors, bound))) for g in trace.grid)
+        got = W._short_grid(trace, W._lowering(trace, opts), opts, bound, tensors, grid)
+        return opts, (None if got is None else (got[1], got[0].notes["split"] is not None))
+
+    opts, got = choice(1, 1, 16, 16, 3000, 64, False)  # MHA decode at D = 64: 16 programs of 24 trips
+    assert opts.get("tma_store") and "split_tail" not in opts
+    assert got[1] and got[0]["split_tail"] is True and "tma_store" not in got[0]
+    opts, got = choice(1, 8, 32, 8, 2048, 128, True)  # 8 rows, causal: 32 programs, walked heavy-first
+    assert got[1] and got[0]["window"] is False and got[0]["split_tail"] is True
+    assert choice(1, 4, 8, 8, 32768, 128, False)[1] is None  # schedule() splits it already (32k keys)
+    assert choice(4, 8, 32, 8, 16384, 128, True)[1] is None  # 128 programs: the plan leaves them whole
+    assert choice(8, 1024, 16, 16, 1024, 128, False)[1] is None  # 1024 programs, a full grid
+    assert choice(1, 1, 8, 8, 128, 128, False)[1] is None  # one key block: nothing to cut
+
+
 def _lower(D=128, causal=False, options=None, kernel="fwd"):
     from test_attention_lower import _lower as lower
     return lower(D=D, causal=causal, options=options, kernel=kernel, launched=True)

@@ -199,7 +199,7 @@ class AttentionLaunch:
         sp = low.notes.get("split")
         if sp is not None:  # option split_tail: the last partial wave walked in parts (tiles/split.h)
             forced = (options or {}).get("split_tail")
-            whole, parts = split.plan(programs, runtime.num_sms(), cls._trips(k, env, grid0),
+            whole, parts = split.plan(programs, runtime.num_sms(), cls._heaviest_trips(k, env, grid0),
                                       None if forced is True else forced)
             units = whole + (programs - whole) * parts
             ws_floats = (programs - whole) * parts * sp["rows"] * (sp["cols"] + 1)
@@ -282,7 +282,7 @@ class AttentionLaunch:
         return env
 
     @staticmethod
-    def _trips(k: ir.Kernel, env: dict, grid0: int) -> int:
+    def _heaviest_trips(k: ir.Kernel, env: dict, grid0: int) -> int:
         """The heaviest program's trips of the pipelined loop (a causal loop's count runs with program 0:
         both ends are read)."""
         loop = k.main_loop()
@@ -305,7 +305,7 @@ class AttentionLaunch:
                 or not low.notes["persistent"] or loop is None or loop.merge is None):
             return None
         programs, sms = math.prod(grid), runtime.num_sms()
-        if programs >= sms or split.plan(programs, sms, cls._trips(k, cls._env(k, tensors, bound), grid[0]))[1] == 1:
+        if programs >= sms or split.plan(programs, sms, cls._heaviest_trips(k, cls._env(k, tensors, bound), grid[0]))[1] == 1:
             return None
         opts = {**(options or {}), "split_tail": True}
         opts.pop("tma_store", None)
