@@ -19,7 +19,7 @@ from tiles.kernels import attention_fwd
 SHAPES = [(1, 32, 8, 1, 32768, 128, True), (8, 32, 8, 1, 8192, 128, True), (16, 32, 8, 1, 4096, 128, False),
           (1, 64, 8, 1, 131072, 128, True), (4, 32, 8, 8, 16384, 128, True), (1, 16, 16, 1, 16384, 64, False),
           (2, 16, 16, 128, 16384, 128, False), (1, 32, 8, 1, 2048, 128, True), (4, 32, 8, 1, 2048, 128, False)]
-PARTS = (2, 8, 16, 32)
+PARTS = (16,)  # session 41's first call also timed 2, 8 and 32
 
 
 def forced(q, k, v, o, lse, causal, extra):
@@ -91,7 +91,8 @@ def main():
                 torch.cuda.synchronize()
                 err = (outs[0][0].transpose(1, 2).reshape(B, 1, H, D).double() - ref).abs().max().item()
                 line.append(f"pack_split{r}{gos[0].split}: err {err:.2g}{'' if err <= bound else ' FAILS'}")
-        variants = {f"split{r}": {"split_tail": r, **({"window": False} if causal else {})} for r in PARTS}
+        variants = {} if Sq == 1 else {f"split{r}": {"split_tail": r, **({"window": False} if causal else {})}
+                                       for r in PARTS}
         for name, extra in variants.items():
             outs = [(torch.empty_like(x[0]), torch.empty(B, H, Sq, device="cuda")) for x in sets]
             try:

@@ -1,12 +1,11 @@
 #!/bin/sh
-# Session 41's first call: the decode work's GPU tests (the api's grouped rows on hopper and both cdna-emu
-# targets, the short grid's split through the api), then the forward at decode shapes
-# (bench/attention_decode.py: the api, the launcher on the rows as given, forced key parts, SDPA's
-# backends).
+# Session 41: the GPU suites (with the decode tests: the api's grouped rows on hopper and both cdna-emu
+# targets, short grids cut along the keys on a grid as long as its units), then the forward at decode
+# shapes (bench/attention_decode.py: the api, the launcher on the rows as given, 16 forced parts,
+# SDPA's backends).
 #   sh bench/device_session41a.sh
 DEVICE_PYTHONPATH=bench
 . bench/device_env.sh
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw,temperature.gpu --format=csv
-gpu_tests 200 -n 8 tests/portability/test_attention.py tests/hopper/test_split_tail.py tests/test_api_dispatch.py \
-    -k "decode or split"
-timeout 330 python3 bench/attention_decode.py 2>&1 | grep -v Warning
+gpu_tests 320 -n 8 tests/cdna_emu tests/portability tests/hopper tests/test_attention_fused.py \
+    tests/test_gemm_fp8.py tests/test_errors.py tests/test_lang.py tests/test_api_dispatch.py
+timeout 250 python3 bench/attention_decode.py 2>&1 | grep -v -i "warning\|scaled_dot_product_attention("
