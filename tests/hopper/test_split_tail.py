@@ -85,6 +85,8 @@ def test_short_grids_are_cut_at_any_key_count(monkeypatch):
     assert choice(4, 8, 32, 8, 16384, 128, True)[1] is None  # 128 programs: the plan leaves them whole
     assert choice(8, 1024, 16, 16, 1024, 128, False)[1] is None  # 1024 programs, a full grid
     assert choice(1, 1, 8, 8, 128, 128, False)[1] is None  # one key block: nothing to cut
+    assert choice(1, 1, 8, 8, 1920, 128, False)[1] is None  # 15 blocks: the merge would cost what it saves
+    assert choice(1, 1, 8, 8, 2048, 128, False)[1] is not None
 
 
 def _lower(D=128, causal=False, options=None, kernel="fwd"):
@@ -210,7 +212,7 @@ def test_split_standard_shape_whole_tiles_bitwise():
     assert not math.isnan(o2.float().sum().item())
 
 
-@pytest.mark.parametrize("H,Hkv,Sk,D", [(8, 1, 5000, 128), (32, 8, 33000, 128), (16, 16, 3000, 64), (8, 2, 1500, 128)],
+@pytest.mark.parametrize("H,Hkv,Sk,D", [(8, 1, 5000, 128), (32, 8, 33000, 128), (16, 16, 3000, 64), (8, 2, 2100, 128)],
                          ids=["mqa", "gqa4", "mha-d64", "gqa4-short"])
 def test_decode_through_the_api_fills_the_sms(H, Hkv, Sk, D, monkeypatch):
     """tiles.attention at decode (one query row a sequence, causal as users pass it): the grouped heads'

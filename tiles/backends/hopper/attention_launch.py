@@ -32,6 +32,10 @@ SPLIT_TAIL_KEYS = {128: 4096, 64: 8192}
 # are short on average). With the split tail's whole tiles (session 38, bench/attention_clock.py ab,
 # rested launches interleaved): 1.005 at 4k (0.7 % fewer cycles), 0.995 at 8k, 0.989 at 16k.
 RING_STORE_QUERIES = {False: 4096, True: None}
+# A grid shorter than one wave is cut along its keys from this many key blocks (_short_grid): below it the
+# merge kernel (about 5 us, session 41's first call) costs about what the cut saves. An estimate from
+# that call, not a measured crossover.
+SHORT_GRID_TRIPS = 16
 
 
 def tma_ready(t) -> bool:
@@ -297,15 +301,18 @@ class AttentionLaunch:
         """A grid shorter than one wave (decode: a few heads' programs over a long cache) cut along its
         keys until it fills the SMs once: (the split lowering, its options), or None where the launch
         decides nothing (split_tail set either way, already split, not persistent, no merge declared,
-        too few trips to cut). The TMA store of O gives way (a part's O goes to the workspace from
-        registers), and a causal walk in pairs to the heavy-first one (the pairs are not cut).
-        H200, session 41 (bench/attention_decode.py): with the persistent grid as long as its units."""
+        fewer than SHORT_GRID_TRIPS trips). The TMA store of O gives way (a part's O goes to the
+        workspace from registers), and a causal walk in pairs to the heavy-first one (the pairs are not
+        cut). H200, session 41 (bench/attention_decode.py): before the persistent grid was as long as its
+        units, parts of a short grid queued on its few CTAs and gained nothing (8 programs over 32k keys:
+        372 us unsplit, 378-469 us in 2-32 parts); with it, not yet measured."""
         loop = k.main_loop()
         if ((options or {}).get("split_tail") is not None or low.notes.get("split") is not None
                 or not low.notes["persistent"] or loop is None or loop.merge is None):
             return None
         programs, sms = math.prod(grid), runtime.num_sms()
-        if programs >= sms or split.plan(programs, sms, cls._heaviest_trips(k, cls._env(k, tensors, bound), grid[0]))[1] == 1:
+        trips = cls._heaviest_trips(k, cls._env(k, tensors, bound), grid[0])
+        if programs >= sms or trips < SHORT_GRID_TRIPS or split.plan(programs, sms, trips)[1] == 1:
             return None
         opts = {**(options or {}), "split_tail": True}
         opts.pop("tma_store", None)
