@@ -5,13 +5,15 @@ beside SDPA's backends. Each variant's output is checked against float64 (TESTIN
 math backend in bf16 as the low-precision reference) before it is timed. The suite's timing (rested
 launches, interleaved, medians); the figure of merit is the bytes of K and V over the time.
 
-    PYTHONPATH=.:bench python3 bench/attention_decode.py
+    PYTHONPATH=.:bench:tests/portability python3 bench/attention_decode.py
 """
 import torch
 import torch.nn.functional as F
 
 import hopper_gemm_tiles as ht
 import tiles
+from reference import attention_ref  # tests/portability
+from tiles.api import _grouped_rows
 from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
 from tiles.kernels import attention_fwd
 
@@ -30,14 +32,6 @@ def forced(q, k, v, o, lse, causal, extra):
     return W.prepare(attention_fwd, q, k, v, o, lse, D ** -0.5, causal=causal, D=D, options=opts, **cfg)
 
 
-def packed(q):
-    """One query row a head, grouped: (B, 1, H, D) as (B, H / H_kv, H_kv, D), a view. The query heads that
-    share a key / value head become rows of one program, which then reads that head once (FlashAttention-2's
-    swap of seqlen_q and the group at decode). Exact where Sq = 1: causal or not, each row sees every key."""
-    B, _, H, D = q.shape
-    return lambda Hkv: q.view(B, Hkv, H // Hkv, D).transpose(1, 2)
-
-
 def sdpa(backend, q, k, v, causal):
     qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
     with torch.nn.attention.sdpa_kernel(backend):
@@ -46,17 +40,8 @@ def sdpa(backend, q, k, v, causal):
 
 
 def reference(q, k, v, causal, dtype=torch.float64):
-    """Bottom-right causal alignment, as tiles and FlashAttention define it."""
-    g = q.shape[2] // k.shape[2]
-    qd, kd, vd = (t.to(dtype).transpose(1, 2) for t in (q, k, v))
-    kd, vd = kd.repeat_interleave(g, 1), vd.repeat_interleave(g, 1)
-    s = (qd @ kd.transpose(-1, -2)) * q.shape[-1] ** -0.5
-    if causal:
-        Sq, Sk = q.shape[1], k.shape[1]
-        r = torch.arange(Sq, device=q.device)[:, None]
-        c = torch.arange(Sk, device=q.device)[None, :]
-        s = s.masked_fill(c > r + Sk - Sq, float("-inf"))
-    return (torch.softmax(s, -1) @ vd).transpose(1, 2)
+    """The portability suite's reference (bottom-right causal alignment, as tiles defines it)."""
+    return attention_ref(q, k, v, causal, q.shape[-1] ** -0.5, dtype=dtype)[0]
 
 
 def main():
@@ -81,7 +66,7 @@ def main():
                 outs = [(torch.empty(B, H // Hkv, Hkv, D, device="cuda", dtype=torch.bfloat16),
                          torch.empty(B, Hkv, H // Hkv, device="cuda")) for _ in sets]
                 try:
-                    gos = [forced(packed(x[0])(Hkv), x[1], x[2], *outs[i], False, {"split_tail": r})
+                    gos = [forced(_grouped_rows(x[0], Hkv), x[1], x[2], *outs[i], False, {"split_tail": r})
                            for i, x in enumerate(sets)]
                 except Exception as e:  # noqa: BLE001
                     line.append(f"pack_split{r}: {type(e).__name__}: {str(e)[:120]}")

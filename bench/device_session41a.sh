@@ -4,7 +4,7 @@
 # shapes (bench/attention_decode.py: the api, the launcher on the rows as given, 16 forced parts,
 # SDPA's backends).
 #   sh bench/device_session41a.sh
-DEVICE_PYTHONPATH=bench
+DEVICE_PYTHONPATH=bench:tests/portability
 . bench/device_env.sh
 gpu_tests 320 -n 8 tests/cdna_emu tests/portability tests/hopper tests/test_attention_fused.py \
     tests/test_gemm_fp8.py tests/test_errors.py tests/test_lang.py tests/test_api_dispatch.py

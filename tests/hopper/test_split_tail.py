@@ -72,8 +72,9 @@ def test_short_grids_are_cut_at_any_key_count(monkeypatch):
         opts = W.schedule("attention_fwd", D, args[:5], causal)
         bound, trace = attention_fwd.bind(*args, **kw), attention_fwd.trace(*args, **kw)
         tensors = {p.name: bound.arguments[p.name] for p in trace.params}
-        grid = tuple(int(ir.evaluate(g, W._env(trace, tensors, bound))) for g in trace.grid)
-        got = W._short_grid(trace, W._lowering(trace, opts), opts, bound, tensors, grid)
+        env = W._env(trace, tensors, bound)
+        grid = tuple(int(ir.evaluate(g, env)) for g in trace.grid)
+        got = W._short_grid(trace, W._lowering(trace, opts), opts, bound, env, grid)
         return opts, (None if got is None else (got[1], got[0].notes["split"] is not None))
 
     opts, got = choice(1, 1, 16, 16, 3000, 64, False)  # MHA decode at D = 64: 16 programs of 24 trips

@@ -164,10 +164,11 @@ class AttentionLaunch:
         if not cls.folds_hold(low, bound):  # the softmax's scale is not positive at this launch
             low = cls._lowering(k, {**(options or {}), "fold": False})
         tensors = {p.name: bound.arguments[p.name] for p in k.params}
-        grid = tuple(int(ir.evaluate(g, cls._env(k, tensors, bound))) for g in k.grid)
+        env = cls._env(k, tensors, bound)
+        grid = tuple(int(ir.evaluate(g, env)) for g in k.grid)
         if min(grid) <= 0:
             return None
-        short = cls._short_grid(k, low, options, bound, tensors, grid)
+        short = cls._short_grid(k, low, options, bound, env, grid)
         if short is not None:
             low, options = short
         copies = []
@@ -197,7 +198,7 @@ class AttentionLaunch:
                                      f"{tuple(t.stride())}, base {t.data_ptr() % 16} bytes past 16")
                 tensors[a[2].name] = t.contiguous()
                 copies.append(tensors[a[2].name])
-        env = cls._env(k, tensors, bound)
+        env = cls._env(k, tensors, bound)  # again: a copy above may have changed strides
         programs, grid0 = math.prod(grid), grid[0]
         units = programs
         sp = low.notes.get("split")
@@ -297,7 +298,7 @@ class AttentionLaunch:
         return trips
 
     @classmethod
-    def _short_grid(cls, k: ir.Kernel, low: Lowered, options: Optional[dict], bound, tensors: dict, grid):
+    def _short_grid(cls, k: ir.Kernel, low: Lowered, options: Optional[dict], bound, env: dict, grid):
         """A grid shorter than one wave (decode: a few heads' programs over a long cache) cut along its
         keys until it fills the SMs once: (the split lowering, its options), or None where the launch
         decides nothing (split_tail set either way, already split, not persistent, no merge declared,
@@ -311,7 +312,7 @@ class AttentionLaunch:
                 or not low.notes["persistent"] or loop is None or loop.merge is None):
             return None
         programs, sms = math.prod(grid), runtime.num_sms()
-        trips = cls._heaviest_trips(k, cls._env(k, tensors, bound), grid[0])
+        trips = cls._heaviest_trips(k, env, grid[0])
         if programs >= sms or trips < SHORT_GRID_TRIPS or split.plan(programs, sms, trips)[1] == 1:
             return None
         opts = {**(options or {}), "split_tail": True}
