@@ -1,14 +1,18 @@
-"""Session 41: the forward at decode shapes (a few query rows against a long KV cache), where the grid
+"""Sessions 41-42: the forward at decode shapes (a few query rows against a long KV cache), where the grid
 has fewer programs than the H200 has SMs: the launcher's choice, the key range forced into R parts
 (option split_tail; causal with window=False, since one query block a head leaves no pairs to walk),
-beside SDPA's backends. Each variant's output is checked against float64 (TESTING.md's rule, with SDPA's
-math backend in bf16 as the low-precision reference) before it is timed. The suite's timing (rested
+beside SDPA's backends. With several rows under GQA (speculative decoding), `grouped` is the api's
+grouped rows whatever the key count (causal: the keys every row sees grouped, the last Sq - 1 in a second
+call, merged), `as_given` the rows as given; the api chooses by GROUPED_CAUSAL_KEYS, which these rows
+decide. Each variant's output is checked against float64 (TESTING.md's rule, with the same naive
+attention in bf16 as the low-precision reference) before it is timed. The suite's timing (rested
 launches, interleaved, medians); the figure of merit is the bytes of K and V over the time.
 
     PYTHONPATH=.:bench:tests/portability python3 bench/attention_decode.py
 """
 import torch
 import torch.nn.functional as F
+from torch.nn.attention.bias import causal_lower_right
 
 import hopper_gemm_tiles as ht
 import tiles
@@ -20,7 +24,10 @@ from tiles.kernels import attention_fwd
 # (B, H, H_kv, Sq, Sk, D, causal)
 SHAPES = [(1, 32, 8, 1, 32768, 128, True), (8, 32, 8, 1, 8192, 128, True), (16, 32, 8, 1, 4096, 128, False),
           (1, 64, 8, 1, 131072, 128, True), (4, 32, 8, 8, 16384, 128, True), (1, 16, 16, 1, 16384, 64, False),
-          (2, 16, 16, 128, 16384, 128, False), (1, 32, 8, 1, 2048, 128, True), (4, 32, 8, 1, 2048, 128, False)]
+          (2, 16, 16, 128, 16384, 128, False), (1, 32, 8, 1, 2048, 128, True), (4, 32, 8, 1, 2048, 128, False),
+          # several rows under GQA: where grouping pays once the second call and the merge are counted
+          (8, 32, 8, 4, 8192, 128, True), (8, 32, 8, 4, 2048, 128, True), (8, 32, 8, 4, 1027, 128, True),
+          (32, 32, 8, 2, 1024, 128, True), (8, 64, 8, 16, 4096, 128, True), (8, 32, 8, 4, 8192, 128, False)]
 PARTS = (16,)  # session 41's first call also timed 2, 8 and 32
 
 
@@ -33,9 +40,13 @@ def forced(q, k, v, o, lse, causal, extra):
 
 
 def sdpa(backend, q, k, v, causal):
+    """SDPA under tiles' bottom-right alignment: is_causal aligns top-left, so one row runs unmasked (it
+    sees every key) and several take the lower-right causal bias."""
     qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
+    Sq, Sk = q.shape[1], k.shape[1]
+    mask = causal_lower_right(Sq, Sk) if causal and Sq > 1 else None
     with torch.nn.attention.sdpa_kernel(backend):
-        return F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal, enable_gqa=k.shape[2] != q.shape[2]
+        return F.scaled_dot_product_attention(qt, kt, vt, attn_mask=mask, enable_gqa=k.shape[2] != q.shape[2]
                                               ).transpose(1, 2)
 
 
@@ -61,6 +72,10 @@ def main():
         fns["api"] = lambda i: tiles.attention(*sets[i % 2], causal=causal)
         # the launcher on the rows as given (before session 41's api: causal kept, one program a query head)
         fns["as_given"] = lambda i: tiles.api._attention_fwd_impl(*sets[i % 2], causal, D ** -0.5, "hopper")
+        if 1 < Sq <= tiles.api.GROUPED_ROWS and Hkv < H:
+            fns["grouped"] = lambda i: tiles.api._grouped(*sets[i % 2], causal, D ** -0.5, "hopper")[0]
+            err = (fns["grouped"](0).double() - ref).abs().max().item()
+            line.append(f"grouped: err {err:.2g}{'' if err <= bound else ' FAILS'}")
         if Sq == 1:
             for r in PARTS:
                 outs = [(torch.empty(B, H // Hkv, Hkv, D, device="cuda", dtype=torch.bfloat16),

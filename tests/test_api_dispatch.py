@@ -130,5 +130,46 @@ def test_decode_runs_grouped_rows_without_the_mask(monkeypatch):
         assert torch.equal(out[:, :, h:h + 1], o1) and torch.equal(lse[:, h:h + 1], l1)
     seen.clear()
     tiles.attention(q[:, :, :2], k, v, causal=True, backend="interp")  # MHA: no grouping, still no mask
-    tiles.attention(torch.cat([q, q], 1), k, v, causal=True, backend="interp")  # two rows: as given
+    tiles.attention(torch.cat([q, q], 1), k, v, causal=True, backend="interp")  # causal, 40 keys: as given
     assert [(s, c) for s, c, _ in seen] == [((2, 1, 2, 64), False), ((2, 2, 8, 64), True)]
+
+
+def test_few_rows_group_the_keys_every_row_sees(monkeypatch):
+    """A few query rows under GQA (speculative decoding): the rows grouped as (row, head of the group);
+    causal, the keys every row sees in that grouped call, the last Sq - 1 keys in a causal call on the rows
+    as given, merged by the LSE. The answer is the call as given's, up to the merge's rounding."""
+    seen = []
+    impl = api._attention_fwd_impl
+
+    def spy(q, k, v, causal, scale, backend):
+        seen.append((tuple(q.shape), k.shape[1], causal))
+        return impl(q, k, v, causal, scale, backend)
+
+    g = torch.Generator().manual_seed(5)
+    q = torch.randn(2, 3, 8, 64, generator=g).to(torch.bfloat16)
+    k, v = (torch.randn(2, 40, 2, 64, generator=g).to(torch.bfloat16) for _ in range(2))
+    for causal in (True, False):
+        want, want_lse = impl(q, k, v, causal, 0.125, "interp")
+        monkeypatch.setattr(api, "_attention_fwd_impl", spy)
+        monkeypatch.setattr(api, "GROUPED_CAUSAL_KEYS", 38)
+        seen.clear()
+        out, lse = tiles.attention(q, k, v, causal=causal, backend="interp", return_lse=True)
+        monkeypatch.undo()
+        calls = [((2, 12, 2, 64), 38, False), ((2, 3, 8, 64), 2, True)] if causal else [((2, 12, 2, 64), 40, False)]
+        assert seen == calls
+        assert out.shape == q.shape and lse.shape == (2, 8, 3)
+        err = (out.float() - want.float()).abs().max().item()
+        assert err <= 2 ** -7 * want.float().abs().max().item(), err  # a bf16 rounding or two
+        torch.testing.assert_close(lse, want_lse, rtol=1e-5, atol=1e-5)
+        # the first row sees no key of the second call: its output is the grouped call's, unmerged
+        assert not causal or torch.equal(out[:, 0], tiles.attention(q[:, :1], k[:, :38], v[:, :38], backend="interp")[:, 0])
+
+    monkeypatch.setattr(api, "_attention_fwd_impl", spy)
+    seen.clear()
+    monkeypatch.setattr(api, "GROUPED_CAUSAL_KEYS", 39)  # one key short of the threshold: as given
+    tiles.attention(q, k, v, causal=True, backend="interp")
+    monkeypatch.setattr(api, "GROUPED_CAUSAL_KEYS", 1)
+    tiles.attention(q, k[:, :2], v[:, :2], causal=True, backend="interp")  # rows that see no key: as given
+    q65 = torch.randn(1, api.GROUPED_ROWS + 1, 8, 64, generator=g).to(torch.bfloat16)
+    tiles.attention(q65, k[:1], v[:1], backend="interp")  # more rows than GROUPED_ROWS: as given
+    assert seen == [((2, 3, 8, 64), 40, True), ((2, 3, 8, 64), 2, True), ((1, 65, 8, 64), 40, False)]

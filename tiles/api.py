@@ -164,9 +164,12 @@ def attention(q, k, v, causal: bool = False, scale: Optional[float] = None, back
     in q's dtype, and with `return_lse` also the log-sum-exp (batch, heads, seq_q) in f32 (+inf on
     rows with no key). Differentiable in q, k and v, through the output and the LSE; the gradients are
     first order (differentiating them again raises). `scale` defaults to 1/sqrt(head_dim); the kernels
-    apply it to the scores in f32. One query row (decode against a KV cache) runs unmasked, since it sees
-    every key either way, and under GQA / MQA its query heads run as the rows of one program per key /
-    value head, which reads the cache once for all of them.
+    apply it to the scores in f32.
+
+    Decode: one query row runs unmasked, since it sees every key either way. Under GQA / MQA, with up to
+    64 query rows a sequence (decode, speculative decoding), the query heads of a key / value head run as
+    the rows of one head, which reads the cache once for all of them; causal (from 1024 keys seen by every
+    row), those keys run so and the last seq_q - 1 keys in a second call, merged by the log-sum-exp.
     """
     q, k, v, scale, device = validate.attention(q, k, v, causal, scale, backend)
     validate.flag("return_lse", return_lse)
@@ -175,25 +178,83 @@ def attention(q, k, v, causal: bool = False, scale: Optional[float] = None, back
     for n, t in (("q", q), ("k", k), ("v", v)):
         validate.index_range(n, t, b.max_index)
     B, Sq, H, D = q.shape
-    Hkv = k.shape[2]
+    Sk, Hkv = k.shape[1], k.shape[2]
     if Sq == 1:  # decode: aligned bottom-right, the one query row sees every key, so the mask is void
         causal = False
-    grouped = Sq == 1 and Hkv < H
-    if grouped:
-        q = _grouped_rows(q, Hkv)
-    fwd = _attention_fwd_impl if _direct(q, k, v) else _attention_fwd
-    out, lse = fwd(q, k, v, causal, scale, b.name)
-    if grouped:  # back from the grouped rows: (B, H / Hkv, Hkv, D) -> (B, 1, H, D)
-        out, lse = out.transpose(1, 2).reshape(B, 1, H, D), lse.reshape(B, H, 1)
+    if _groups(Sq, Sk, H, Hkv, causal):
+        out, lse = _grouped(q, k, v, causal, scale, b.name)
+    else:
+        out, lse = _fwd(q, k, v, causal, scale, b.name)
     return (out, lse) if return_lse else out
 
 
+# Up to this many query rows a sequence (decode, speculative decoding, a short chunk), GQA / MQA runs the
+# query heads of a key / value head as the rows of one head. Below a row tile, each query head would
+# fill a tile of its own mostly with padding and read the same keys again; grouped, a kv head's keys are
+# read once for the group, and the grid has H / Hkv times fewer programs to cut along the keys. From a
+# tile of rows up the two read the keys the same number of times.
+GROUPED_ROWS = 64
+# Causal, the grouped call covers the keys every row sees, and the last Sq - 1 keys take a second call
+# and a merge (about ten small launches): worth it only from this many keys seen by all (an estimate,
+# not yet measured; `bench/attention_decode.py` times both ways).
+GROUPED_CAUSAL_KEYS = 1024
+
+
+def _groups(Sq: int, Sk: int, H: int, Hkv: int, causal: bool) -> bool:
+    if Hkv == H or Sq > GROUPED_ROWS or Sk == 0:
+        return False
+    return not causal or Sk - Sq + 1 >= GROUPED_CAUSAL_KEYS
+
+
+def _fwd(q, k, v, causal, scale, backend):
+    fwd = _attention_fwd_impl if _direct(q, k, v) else _attention_fwd
+    return fwd(q, k, v, causal, scale, backend)
+
+
+def _grouped(q, k, v, causal, scale, backend):
+    """The forward with GQA's query heads as rows: (out, lse) as the call on q as given would return them.
+
+    Causal, row s (of Sq) sees keys up to Sk - Sq + s: the first Sk - Sq + 1 keys are seen by every row, so
+    they take one grouped call without a mask. The last Sq - 1 keys take a causal call on the rows as given
+    (bottom-right over those keys, row s sees the first s of them: the same mask), and the two merge by
+    their log-sum-exp, as the kernels merge the parts of a split key range."""
+    B, Sq, H, D = q.shape
+    Sk, Hkv = k.shape[1], k.shape[2]
+    seen = Sk - Sq + 1 if causal else Sk
+    out, lse = _fwd(_grouped_rows(q, Hkv), k[:, :seen], v[:, :seen], False, scale, backend)
+    out, lse = _ungrouped(out, lse, Sq, H)
+    if seen < Sk:
+        out, lse = _merge(out, lse, *_fwd(q, k[:, seen:], v[:, seen:], True, scale, backend))
+    return out, lse
+
+
 def _grouped_rows(q: torch.Tensor, Hkv: int) -> torch.Tensor:
-    """One query row a head, (B, 1, H, D), as (B, H / Hkv, Hkv, D): a view in which the query heads that
-    share a key / value head are the rows of one head. A program then reads that head's keys and values
-    once for all of them, instead of once a query head, and the grid has H / Hkv times fewer programs
-    to cut along the keys (FlashAttention-2 swaps seqlen_q and the group the same way at decode)."""
-    return q.squeeze(1).unflatten(1, (Hkv, q.shape[2] // Hkv)).transpose(1, 2)
+    """q (B, Sq, H, D) as (B, Sq · H / Hkv, Hkv, D): the query heads that share a key / value head become
+    rows of one head, row s · H / Hkv + j being query head hk · H / Hkv + j at row s (FlashAttention-2
+    swaps seqlen_q and the group the same way at decode). One row a sequence is a view of q; more rows
+    are a copy, small beside the keys they save reading."""
+    B, Sq, H, D = q.shape
+    return q.unflatten(2, (Hkv, H // Hkv)).transpose(2, 3).reshape(B, Sq * (H // Hkv), Hkv, D)
+
+
+def _ungrouped(out: torch.Tensor, lse: torch.Tensor, Sq: int, H: int):
+    """The grouped call's out (B, Sq · G, Hkv, D) and lse (B, Hkv, Sq · G) back in q's heads: (B, Sq, H, D),
+    (B, H, Sq)."""
+    B, _, Hkv, D = out.shape
+    G = H // Hkv
+    out = out.unflatten(1, (Sq, G)).transpose(2, 3).reshape(B, Sq, H, D)
+    lse = lse.unflatten(2, (Sq, G)).transpose(2, 3).reshape(B, H, Sq)
+    return out, lse
+
+
+def _merge(o1, l1, o2, l2):
+    """One attention from two over disjoint keys, every row having seen a key in the first: l = log(e^l1 +
+    e^l2), out = o1 · e^(l1 - l) + o2 · e^(l2 - l), in f32. A row that saw no key in the second (its LSE +inf,
+    the kernels' convention, and its output zero) keeps the first's output exactly."""
+    l2 = torch.where(l2 == float("inf"), -float("inf"), l2)
+    lse = torch.logaddexp(l1, l2)
+    w = torch.exp(l1 - lse).transpose(1, 2).unsqueeze(-1)  # (B, Sq, H, 1), the first part's weight
+    return torch.lerp(o2.float(), o1.float(), w).to(o1.dtype), lse
 
 
 # ----------------------------------------------------------------------------- gemm

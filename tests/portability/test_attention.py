@@ -84,6 +84,25 @@ def test_decode(backend, H, Hkv, D, causal):
                 lambda out, lse: (out * do.to(out.dtype)).sum() + (lse * dl.to(lse.dtype)).sum())
 
 
+@pytest.mark.parametrize("Sq,H,Hkv,D", [(2, 8, 2, 128), (5, 4, 1, 64), (64, 6, 3, 64)],
+                         ids=["2rows-gqa4", "5rows-mqa", "64rows-gqa2"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_few_rows(backend, monkeypatch, Sq, H, Hkv, D, causal):
+    """A few query rows a sequence under GQA / MQA (speculative decoding): the query heads run as grouped
+    rows, and causal, the keys every row sees in that call and the last Sq - 1 in a second, merged by the
+    LSE (here from 8 keys, so that a small cache takes that path). Output, LSE and gradients as any call's."""
+    monkeypatch.setattr(tiles.api, "GROUPED_CAUSAL_KEYS", 8)
+    name, device = backend
+    q, k, v = _inputs(2, Sq, 200, H, Hkv, D, torch.bfloat16, device, seed=6)
+    out, lse = tiles.attention(q, k, v, causal=causal, backend=name, return_lse=True)
+    assert out.shape == q.shape and lse.shape == (2, H, Sq)
+    check_attention_fwd(out, lse, q, k, v, causal, D ** -0.5)
+    g = torch.Generator().manual_seed(7)
+    do, dl = torch.randn(q.shape, generator=g).to(device), torch.randn(2, H, Sq, generator=g).to(device)
+    check_grads(name, q, k, v, causal, D ** -0.5,
+                lambda out, lse: (out * do.to(out.dtype)).sum() + (lse * dl.to(lse.dtype)).sum())
+
+
 def test_fully_masked_rows_are_zero_with_finite_grads(backend):
     name, device = backend
     q, k, v = _inputs(1, 50, 20, 2, 1, 64, torch.bfloat16, device)
