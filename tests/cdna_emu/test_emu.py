@@ -179,3 +179,44 @@ def test_unbalanced_pingpong_barrier_fails(arch):
 
     with pytest.raises(EmulationError, match="unbalanced"):
         _attention(arch, _unbalance)
+
+
+# ------------------------------------------------------------------ a short grid cut along the keys (split.h)
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+def test_split_source_compiles_for_sm90a(arch):
+    """The parts of a short attention grid and their merge (one translation unit) compile emulated."""
+    pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (cuda-python) compiles the emulated sources")
+    be = _emu(arch)
+    q, o = torch.empty(1, 8, 1, 64, dtype=torch.bfloat16), torch.empty(1, 8, 1, 64)
+    k = torch.empty(1, 2048, 1, 64, dtype=torch.bfloat16)
+    low = be.lower(SUITE["attention_fwd"], q, k, k, o, torch.empty(1, 1, 8), 0.125, causal=False, D=64,
+                   split="bf16", **be.config("attention_fwd", D=64))
+    assert low.entry.endswith("_split") and f"void {low.notes['split']['merge']}(" in low.source
+    assert be.compile(low).cubin[:4] == b"\x7fELF"
+
+
+@needs_gpu
+@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("causal", [False, True])
+def test_decode_is_cut_along_the_keys(arch, causal, monkeypatch):
+    """Decode through tiles.attention: MQA's 8 query heads as the rows of one program, 2100 keys (17 key
+    blocks at D = 64), so the launcher cuts the one program into parts and merges them. Output and LSE
+    against float64; the launch was cut. Two query rows (causal) go through the grouped call and the
+    api's own merge as well."""
+    import tiles
+    from tiles import api
+    from tiles.backends.cdna.backend import CDNABackend
+
+    cut = []
+    plan = CDNABackend.short_grid_parts
+    monkeypatch.setattr(CDNABackend, "short_grid_parts", lambda *a: cut.append(plan(*a)) or cut[-1])
+    monkeypatch.setattr(api, "GROUPED_CAUSAL_KEYS", 8)
+    g = torch.Generator().manual_seed(11)
+    Sq = 2 if causal else 1
+    q = torch.randn(1, Sq, 8, 64, generator=g).to(torch.bfloat16).cuda()
+    k, v = (torch.randn(1, 2100, 1, 64, generator=g).to(torch.bfloat16).cuda() for _ in range(2))
+    out, lse = tiles.attention(q, k, v, causal=causal, backend=f"cdna-emu:{arch}", return_lse=True)
+    check_attention_fwd(out, lse, q, k, v, causal, 64 ** -0.5)
+    assert cut[0] > 1, cut  # the grouped call (one program over 17 key blocks) was cut

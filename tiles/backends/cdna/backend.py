@@ -22,6 +22,12 @@ from .lower import DEFAULT_ARCH, CDNALowering, check_gemm_args
 GEMM_TILES = {"gfx950": {"BM": 256, "BN": 256, "BK": 64}, "gfx942": {"BM": 256, "BN": 256, "BK": 32}}
 # the scaled fp8 GEMMs (block and row-wise scales): one lowering, lower_fp8.py
 FP8_KERNELS = ("gemm_fp8", "gemm_fp8_rowwise")
+# Compute units per target (MI300X 304, MI355X 256; HARDWARE.md). An attention grid with fewer programs
+# (decode: one program a key / value head and sequence) is cut along the keys until it fills them once.
+CUS = {"gfx942": 304, "gfx950": 256}
+# ... when its programs have at least this many key blocks: below, the merge's second launch costs about
+# what the cut saves (the Hopper launcher's estimate, SHORT_GRID_TRIPS there; not measured on AMD).
+SHORT_GRID_TRIPS = 16
 
 
 class CDNABackend(Backend):
@@ -72,17 +78,21 @@ class CDNABackend(Backend):
             return default_tiles_dkdv(arch or DEFAULT_ARCH, int(problem.get("D", 128)))
         return {}
 
-    def lower(self, kfn, *args, arch: Optional[str] = None, **kwargs):
+    def lower(self, kfn, *args, arch: Optional[str] = None, split: Optional[str] = None, **kwargs):
+        """The kernel lowered for `arch`; `split` (the merged output's dtype) lowers attention_fwd's parts
+        of a grid cut along the keys, and its merge (split.h)."""
         arch = self.arch(arch)
         k = kfn.trace(*args, **kwargs)
         from .lower_simt import SimtLowering, uses_mma
 
+        if split is not None and kfn.name != "attention_fwd":
+            raise LoweringError(f"cdna: only attention_fwd is cut along its keys, not {kfn.name!r}")
         if not uses_mma(k):  # any kernel without mma: the generic op-by-op lowering
             return SimtLowering(k, arch).lower()
         if kfn.name == "attention_fwd":
             from .lower_attention import CDNAAttentionLowering
 
-            return CDNAAttentionLowering(k, arch).lower()
+            return CDNAAttentionLowering(k, arch, split=split).lower()
         if kfn.name == "attention_bwd_dq":
             from .lower_attention import CDNAAttentionBwdDqLowering
 
@@ -108,10 +118,10 @@ class CDNABackend(Backend):
 
         check_fp8(name, dtype, self.arch())
 
-    def prepare(self, kfn, *args, arch: str, **kwargs):
+    def prepare(self, kfn, *args, arch: str, split: Optional[str] = None, **kwargs):
         """Lower for `arch`, check the arguments the lowering's contract needs and bind them:
         (lowered, grid, argv) with argv as ctypes values; grid is None when there is nothing to run.
-        Shared by this backend's launch and by cdna-emu's."""
+        Shared by this backend's launch and by cdna-emu's (through run)."""
         import ctypes
 
         keep = ()
@@ -121,7 +131,7 @@ class CDNABackend(Backend):
             keep = tuple(operands(*args[:2]))
             args = keep + tuple(args[2:])
         kwargs = {**self.config(kfn.name, arch, **kwargs), **kwargs}
-        lowered = self.lower(kfn, *args, arch=arch, **kwargs)
+        lowered = self.lower(kfn, *args, arch=arch, split=split, **kwargs)
         bound = kfn.bind(*args, **kwargs)
         env = kfn.runtime_env(lowered.kernel, bound)
         tensors = {p.name: bound.arguments[p.name] for p in lowered.kernel.params}
@@ -162,6 +172,57 @@ class CDNABackend(Backend):
             argv = Argv(argv, keep)
         return lowered, (grid if min(grid) > 0 else None), argv
 
+    def short_grid_parts(self, lowered, grid, arch: str, tensors: dict) -> int:
+        """How many parts to cut each program of this launch into along its keys: 1 (not cut) unless it is
+        attention_fwd with a merge declared (k.lse_merge), fewer programs than `arch` has CUs, and at least
+        SHORT_GRID_TRIPS key blocks; then split.plan's choice, which fills the CUs about once."""
+        from tiles.core import split
+
+        merge, cfg = _merge_of(lowered.kernel), lowered.notes.get("config")
+        if lowered.kernel.name != "attention_fwd" or merge is None or cfg is None or arch not in CUS:
+            return 1
+        keys = tensors[lowered.kernel.params[1].name]  # K (B, Sk, Hkv, D): the loop runs over its rows
+        programs, trips = grid[0], -(-keys.shape[1] // cfg.BN)
+        if programs >= CUS[arch] or trips < SHORT_GRID_TRIPS:
+            return 1
+        return split.plan(programs, CUS[arch], trips)[1]
+
+    def launch_with(self, kfn, args, kwargs, arch: str, start) -> None:
+        """Prepare kfn's launch and hand each kernel to `start(lowered, entry, grid, block, argv)`: the
+        kernel as it is, or, for an attention grid shorter than the chip (short_grid_parts), its parts into
+        an f32 workspace (one slice a part, the outputs' shapes) and then <entry>_merge into the outputs.
+        Shared by this backend's launch and cdna-emu's; each `start` compiles and launches its own way."""
+        import ctypes
+
+        lowered, grid, argv = self.prepare(kfn, *args, arch=arch, **kwargs)
+        if grid is None:
+            return
+        bound = kfn.bind(*args, **{**self.config(kfn.name, arch, **kwargs), **kwargs})
+        tensors = {p.name: bound.arguments[p.name] for p in lowered.kernel.params}
+        parts = self.short_grid_parts(lowered, grid, arch, tensors)
+        if parts == 1:
+            start(lowered, lowered.entry, grid, lowered.block, argv)
+            return
+        merge = _merge_of(lowered.kernel)
+        out, lse = tensors[merge.out.name], tensors[merge.lse.name]
+        ws_o = torch.empty((parts,) + tuple(out.shape), dtype=torch.float32, device=out.device)
+        ws_l = torch.empty((parts,) + tuple(lse.shape), dtype=torch.float32, device=lse.device)
+        if ws_o.numel() >= 2 ** 31:  # the parts' offsets are 32-bit kernel arguments
+            start(lowered, lowered.entry, grid, lowered.block, argv)
+            return
+        bound.arguments[merge.out.name], bound.arguments[merge.lse.name] = ws_o[0], ws_l[0]
+        merged = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "f32"}[out.dtype]
+        low, grid, argv = self.prepare(kfn, *bound.args[1:], arch=arch, split=merged, **bound.kwargs)
+        argv = list(argv) + [ctypes.c_int32(x) for x in (parts, ws_o[0].numel(), ws_l[0].numel())]
+        start(low, low.entry, (grid[0] * parts, 1, 1), low.block, argv)
+        sp = low.notes["split"]
+        B, S, H = out.shape[:3]
+        margv = [ctypes.c_void_p(t.data_ptr()) for t in (ws_o, ws_l, out, lse)] + [
+            ctypes.c_int32(x) for x in (parts, B, S, H, out.stride(0), out.stride(1), out.stride(2),
+                                        lse.stride(0), lse.stride(1))]
+        # the workspace is stream-ordered: torch's allocator hands it on only after the merge has run
+        start(low, sp["merge"], (-(-out.numel() // sp["block"]), 1, 1), (sp["block"], 1, 1), margv)
+
     def launch(self, kfn, *args, **kwargs) -> None:
         ok, why = self.available()
         if not ok:
@@ -169,15 +230,20 @@ class CDNABackend(Backend):
         from tiles.core import cache
 
         arch = self.arch()
-        lowered, grid, argv = self.prepare(kfn, *args, arch=arch, **kwargs)
-        if grid is None:
-            return
         import tiles
 
-        key = {"backend": "cdna", "source": runtime.flatten(lowered.source), "template_version": TEMPLATE_VERSION,
-               "arch": arch, "entry": lowered.entry, "options": runtime.rtc_options(arch),
-               "compiler_version": f"hiprtc {runtime.hiprtc_version()} {cache.library_identity('libhiprtc')}".rstrip(),
-               "tiles_version": tiles.__version__}
-        code = cache.get_or_build(key, lambda: runtime.compile_rtc(lowered.source, arch, lowered.entry), name=lowered.entry)
-        kern = runtime.Kernel(code, lowered.entry)
-        kern.launch(grid, lowered.block, argv, stream=torch.cuda.current_stream().cuda_stream)
+        def start(lowered, entry, grid, block, argv):
+            key = {"backend": "cdna", "source": runtime.flatten(lowered.source), "template_version": TEMPLATE_VERSION,
+                   "arch": arch, "entry": lowered.entry, "options": runtime.rtc_options(arch),
+                   "compiler_version": f"hiprtc {runtime.hiprtc_version()} {cache.library_identity('libhiprtc')}".rstrip(),
+                   "tiles_version": tiles.__version__}
+            code = cache.get_or_build(key, lambda: runtime.compile_rtc(lowered.source, arch, lowered.entry),
+                                      name=lowered.entry)
+            runtime.Kernel(code, entry).launch(grid, block, argv, stream=torch.cuda.current_stream().cuda_stream)
+
+        self.launch_with(kfn, args, kwargs, arch, start)
+
+
+def _merge_of(kernel: ir.Kernel):
+    """The merge a kernel's top-level pipelined loop declares (k.lse_merge), or None."""
+    return next((n.merge for n in kernel.body if isinstance(n, ir.Loop) and n.merge is not None), None)

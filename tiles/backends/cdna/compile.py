@@ -120,6 +120,15 @@ def parse_remarks(text: str) -> Dict[str, int]:
     return out
 
 
+def resources_by_function(text: str) -> Dict[str, Dict[str, int]]:
+    """parse_remarks for each kernel of a translation unit: {kernel name: resources}."""
+    out: Dict[str, Dict[str, int]] = {}
+    parts = re.split(r"remark: +Function Name: +(\S+) \[-Rpass-analysis", text)
+    for name, body in zip(parts[1::2], parts[2::2]):
+        out[name] = parse_remarks("remark: Function Name" + body)
+    return out
+
+
 def parse_notes(text: str) -> Dict[str, int]:
     keys = ("vgpr_count", "agpr_count", "sgpr_count", "group_segment_fixed_size", "private_segment_fixed_size",
             "vgpr_spill_count", "sgpr_spill_count", "wavefront_size", "max_flat_workgroup_size")

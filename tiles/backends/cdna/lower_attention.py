@@ -49,6 +49,12 @@ BINARY = ("add", "sub", "mul", "div", "max", "min")
 BCAST = ("add_row", "sub_row", "mul_row", "div_row")
 
 
+# A split launch's arguments after the IR's (split.h): the parts a program is cut into, and the element
+# offsets between two parts' slices of the workspace's O and L.
+SPLIT_ARGS = ("parts", "o_parts_stride", "l_parts_stride")
+MERGE_THREADS = 256  # the merge kernel's work-group: one thread an element of O
+
+
 def default_tiles(arch: str, D: int) -> Dict[str, int]:
     """BM = 8 waves x 16 query rows (16x16 MFMAs: 32x32 ones spill at D = 128, see check_config); BN so that
     the K + V double buffer is 64 KiB (fits gfx942's LDS; gfx950 has room to spare)."""
@@ -298,12 +304,18 @@ class CDNAAttentionLowering(Lowering):
 
     def entry_name(self, cfg) -> str:
         return (f"tiles_{self.k.name}_{self.arch}_{cfg.dtype}_{cfg.out_dtype}_d{cfg.D}_{cfg.BM}x{cfg.BN}"
-                f"{'_causal' if cfg.causal else ''}")
+                f"{'_causal' if cfg.causal else ''}{'_split' if self.split else ''}")
 
-    def __init__(self, kernel: ir.Kernel, arch: Optional[str] = None, check_registers: bool = True):
+    def __init__(self, kernel: ir.Kernel, arch: Optional[str] = None, check_registers: bool = True,
+                 split: Optional[str] = None):
         super().__init__(kernel, arch or DEFAULT_ARCH)
         self.subst: Dict[str, str] = {}
         self.check_registers = check_registers  # False: tiles that may spill (emulation of other shapes)
+        # split: the output dtype of a grid cut along the keys (split.h). The kernel's O and L are then
+        # the f32 workspace, a slice a part, and <entry>_merge writes the real O (of this dtype) and L.
+        if split is not None and split not in ("bf16", "f16", "f32"):
+            raise ValueError(f"cdna attention: split names the merged output's dtype (bf16, f16 or f32), got {split!r}")
+        self.split = split
 
     def _fail(self, why: str):
         raise LoweringError(f"cdna: kernel {self.k.name!r} does not have the attention shape the CDNA lowering "
@@ -529,6 +541,13 @@ class CDNAAttentionLowering(Lowering):
         if set(self.viewname.values()) != {"gQ", "gK", "gV", "gO", "gL"}:
             self._fail("expected stores to O[...] and L[...] after the loop")
 
+        if self.split:
+            m = loop.merge
+            if m is None or m.out is not O or m.lse is not L:
+                self._fail("a split launch needs the loop's merge=k.lse_merge(O, L)")
+            if O.dtype.name != "f32":
+                raise LoweringError(f"cdna attention: a split launch writes its parts into an f32 workspace as O, got {O.dtype}")
+        first = "kb_begin" if self.split else "0"  # the prologue's K / V tile: the part's first
         idx = loop.index.name
         row_k = lambda which: self._with({idx: which}, lambda: self.expr(g["lk"].attrs["row"]))
         row_v = lambda which: self._with({idx: which}, lambda: self.expr(g["lv"].attrs["row"]))
@@ -547,8 +566,8 @@ class CDNAAttentionLowering(Lowering):
         def render_steps(seq, phase):
             lines = []
             for st in seq:
-                row = row_k("0") if phase == "prologue" else row_k("kb_next")
-                rowv = row_v("0") if phase == "prologue" else row_v("kb_next")
+                row = row_k(first) if phase == "prologue" else row_k("kb_next")
+                rowv = row_v(first) if phase == "prologue" else row_v("kb_next")
                 buf = "lds0" if phase == "prologue" else "nxt"
                 if st.kind == "wait_vm":
                     what = f"the last {st.n} loads may stay in flight" if st.n else "every load issued so far has landed"
@@ -579,6 +598,8 @@ class CDNAAttentionLowering(Lowering):
         args = self.launch_args()
         arg_decls = self.arg_decls(
             args, lambda x: "float" if x is L or (x is O and O.dtype.name == "f32") else "u16" if x is O else "const u16")
+        if self.split:  # after the IR's arguments: the launcher appends them (SPLIT_ARGS)
+            arg_decls += [f"int {a}" for a in SPLIT_ARGS]
         dt = cfg.dtype
         name = self.entry_name(cfg)
         G = self.k.grid
@@ -590,8 +611,12 @@ class CDNAAttentionLowering(Lowering):
             arg_decls=arg_decls, grid=grid_text, views=views, decls=self.decls(), pre_ops=pre_ops, post_ops=post_ops,
             prologue=prologue, clusters=clusters, stop=stop, loop_index=self.sym_name(loop.index),
             q_row=self.rows(g["lq"].attrs["row"]), q_name=q, H=self.sym_name(Q.dims[2]), Hkv=self.sym_name(K.dims[2]),
-            conflicts=cfg.conflicts(), swk=cfg.swizzle_k, swv=cfg.swizzle_v, mfma=cfg.mfma.mnemonic(dt))
-        return self._lowered(cfg, source, TEMPLATE_VERSION, sched.name, [Q, K, V], [O, L], schedule_obj=sched)
+            conflicts=cfg.conflicts(), swk=cfg.swizzle_k, swv=cfg.swizzle_v, mfma=cfg.mfma.mnemonic(dt),
+            split=bool(self.split), merge_out=self.split, merge_out_t="float" if self.split == "f32" else "u16",
+            merge_threads=MERGE_THREADS)
+        split = None if not self.split else {"merge": name + "_merge", "out": self.split, "block": MERGE_THREADS}
+        return self._lowered(cfg, source, TEMPLATE_VERSION, sched.name, [Q, K, V], [O, L], schedule_obj=sched,
+                             split=split)
 
     def _lowered(self, cfg, source: str, template_version: str, schedule: str, inputs, outputs, **notes) -> Lowered:
         """The Lowered of an attention kernel: 512 threads, the IR grid flattened to x (the template remaps it),

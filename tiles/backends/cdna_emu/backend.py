@@ -141,11 +141,12 @@ class CDNAEmuBackend(CDNABackend):
             raise BackendUnavailable(f"backend={self.name!r} is not available here: {why}")
         from ..hopper import runtime as cuda_runtime
 
-        lowered, grid, argv = self.prepare(kfn, *args, arch=self.target, **kwargs)
-        if grid is None:
-            return
-        kern = cuda_runtime.load(self.compile(lowered).cubin, lowered.entry)
-        run(kern, grid, lowered.block, argv, self.target, what=f"{self.name} {lowered.entry}")
+
+        def start(lowered, entry, grid, block, argv):
+            kern = cuda_runtime.load(self.compile(lowered).cubin, entry)
+            run(kern, grid, block, argv, self.target, what=f"{self.name} {entry}")
+
+        self.launch_with(kfn, args, kwargs, self.target, start)
 
 
 def _global(kern, name: str):

@@ -1,0 +1,190 @@
+"""attention_fwd cut along the keys on CDNA (split.h: the launcher's cut of a grid shorter than the chip,
+decode's case): the split kernel and its <entry>_merge, rendered for gfx942 / gfx950, compiled by clang
+(both kernels spill-free, the split kernel's registers those of the whole one), and run on the CPU through
+the emulated arch layer, every work-group of every part, then the merge: the output against float64 by
+TESTING.md's rule, and the merge alone on crafted parts against tiles/core/split.py's merge_lse."""
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import pytest
+import torch
+
+from tests.portability.reference import check_attention_fwd
+from tiles.backends.cdna import compile as cc
+from tiles.backends.cdna.lower_attention import MERGE_THREADS, CDNAAttentionLowering, default_tiles
+from tiles.core import split
+from tiles.kernels import SUITE
+
+from .conftest import build_host, need_clang, run
+
+TORCH = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
+
+DRIVER = r'''
+// emulation driver: every work-group of every part into the f32 workspace, then the merge into O and L
+#include <cstdio>
+#include <cstdint>
+#include <vector>
+#include KERNEL_SRC
+static std::vector<uint16_t> Qh, Kh, Vh;
+static std::vector<float> WSO, WSL, Lh;
+static std::vector<unsigned char> Oh;
+static void body() { CALL; }
+static void merge() { MERGE; }
+static void readf(const char* p, void* d, size_t n) { FILE* f = fopen(p, "rb"); if (!f || fread(d, 1, n, f) != n) { fprintf(stderr, "read %s\n", p); exit(2); } fclose(f); }
+int main(int argc, char** argv) {
+  Qh.resize(NQ); Kh.resize(NK); Vh.resize(NK);
+  WSO.assign((size_t)PARTS * NQ, __builtin_nanf("")); WSL.assign((size_t)PARTS * NL, __builtin_nanf(""));
+  Oh.assign((size_t)NQ * OUT_BYTES, 0xFF); Lh.assign(NL, __builtin_nanf(""));
+  if (RUN_KERNEL) {
+    readf(argv[1], Qh.data(), NQ * 2); readf(argv[2], Kh.data(), NK * 2); readf(argv[3], Vh.data(), NK * 2);
+    for (int b = 0; b < GRID * PARTS; ++b) tiles::emu::run_block((unsigned)b, 512, body);
+  } else {  // the merge alone, on crafted parts
+    readf(argv[1], WSO.data(), (size_t)PARTS * NQ * 4); readf(argv[2], WSL.data(), (size_t)PARTS * NL * 4);
+  }
+  for (long long b = 0; b < ((long long)NQ + MT - 1) / MT; ++b) tiles::emu::run_block((unsigned)b, MT, merge);
+  FILE* f = fopen(argv[4], "wb"); fwrite(Oh.data(), 1, (size_t)NQ * OUT_BYTES, f); fwrite(Lh.data(), 4, NL, f); fclose(f);
+  return 0;
+}
+'''
+
+
+def lower_split(arch, out, B, Sq, Sk, H, Hkv, D, causal, dtype="bf16"):
+    dt = TORCH[dtype]
+    q, o = torch.empty(B, Sq, H, D, dtype=dt), torch.empty(B, Sq, H, D, dtype=torch.float32)
+    k = torch.empty(B, Sk, Hkv, D, dtype=dt)
+    lse = torch.empty(B, H, Sq, dtype=torch.float32)
+    kern = SUITE["attention_fwd"].trace(q, k, k, o, lse, D ** -0.5, causal=causal, D=D, **default_tiles(arch, D))
+    return CDNAAttentionLowering(kern, arch, split=out).lower()
+
+
+def emulate(tmp_path, arch, dtype, out, B, Sq, Sk, H, Hkv, D, causal, parts, crafted=None, seed=0):
+    """(q, k, v, O, L, low) of the split kernel in `parts` parts and its merge, run on the CPU; with
+    `crafted` = (ws_o, ws_l), the merge alone on those parts."""
+    torch.manual_seed(seed)
+    dt = TORCH[dtype]
+    q = torch.randn(B, Sq, H, D).to(dt)
+    k, v = torch.randn(B, Sk, Hkv, D).to(dt), torch.randn(B, Sk, Hkv, D).to(dt)
+    ws = torch.empty(B, Sq, H, D, dtype=torch.float32)  # one part's slice: the strides the kernel reads
+    lse = torch.empty(B, H, Sq, dtype=torch.float32)
+    low = lower_split(arch, out, B, Sq, Sk, H, Hkv, D, causal, dtype)
+    tensors = {"Q": q, "K": k, "V": v, "O": ws, "L": lse}
+    call = []
+    for kind, x in low.args:
+        if kind == "ptr":
+            call.append({"Q": "Qh.data()", "K": "Kh.data()", "V": "Vh.data()", "O": "WSO.data()", "L": "WSL.data()"}[x.name])
+        elif kind in ("dim", "stride"):
+            pname, attr = x.name.split(".")
+            t = tensors[pname]
+            call.append(str(t.shape[int(attr[5:])] if attr.startswith("shape") else t.stride(int(attr[6:]))))
+        else:
+            call.append(repr(float(D ** -0.5)) + "f")
+    call += [str(parts), str(ws.numel()), str(lse.numel())]
+    o = torch.empty(B, Sq, H, D, dtype=TORCH[out])
+    out_t = "float" if out == "f32" else "u16"
+    merge = (f"kern_merge(WSO.data(), WSL.data(), ({out_t}*)Oh.data(), Lh.data(), {parts}, {B}, {Sq}, {H}, "
+             f"{o.stride(0)}, {o.stride(1)}, {o.stride(2)}, {lse.stride(0)}, {lse.stride(1)})")
+    grid = -(-Sq // default_tiles(arch, D)["BM"]) * H * B
+    drv = os.path.join(tmp_path, "driver.cpp")
+    with open(drv, "w") as f:
+        f.write(DRIVER)
+    defines = [f"CALL=kern({', '.join(call)})", f"MERGE={merge}", f"NQ={q.numel()}", f"NK={k.numel()}",
+               f"NL={lse.numel()}", f"GRID={grid}", f"PARTS={parts}", f"OUT_BYTES={o.element_size()}",
+               f"MT={MERGE_THREADS}", f"RUN_KERNEL={int(crafted is None)}"]
+    exe = build_host(low.source.replace(low.entry, "kern"), 950 if arch == "gfx950" else 942, defines, main=drv)
+    paths = [os.path.join(tmp_path, n) for n in ("q.bin", "k.bin", "v.bin", "out.bin")]
+    for t, p in zip((q, k, v) if crafted is None else crafted, paths):
+        (t.contiguous().view(torch.int16) if t.dtype != torch.float32 else t.contiguous()).numpy().tofile(p)
+    run(exe, *paths)
+    raw = np.fromfile(paths[3], dtype=np.uint8)
+    nb = o.numel() * o.element_size()
+    got = torch.from_numpy(raw[:nb].copy())
+    o_got = got.view(torch.float32) if out == "f32" else got.view(torch.int16).view(TORCH[out])
+    lse_got = torch.from_numpy(raw[nb:].copy().view(np.float32)).view(lse.shape)
+    return q, k, v, o_got.view(o.shape), lse_got, low
+
+
+CASES = [
+    # arch, dtype, out, B, Sq, Sk, H, Hkv, D, causal, parts
+    ("gfx942", "bf16", "bf16", 2, 3, 700, 2, 1, 64, False, 5),   # decode-like rows, parts of 1-2 key blocks (odd starts)
+    ("gfx942", "bf16", "bf16", 1, 130, 300, 2, 2, 64, True, 4),  # causal: parts with no key block at all
+    ("gfx950", "f16", "f32", 1, 4, 1000, 2, 1, 128, False, 7),   # f32 output, 16 blocks in 7 parts
+]
+
+
+@pytest.mark.parametrize("arch,dtype,out,B,Sq,Sk,H,Hkv,D,causal,parts", CASES)
+def test_split_attention_matches_reference(tmp_path, arch, dtype, out, B, Sq, Sk, H, Hkv, D, causal, parts):
+    q, k, v, o, lse, _ = emulate(str(tmp_path), arch, dtype, out, B, Sq, Sk, H, Hkv, D, causal, parts)
+    assert not torch.isnan(o.float()).any(), "an output element was never written"
+    check_attention_fwd(o, lse, q, k, v, causal, D ** -0.5)
+
+
+def test_merge_follows_merge_lse(tmp_path):
+    """The merge kernel alone on parts crafted for the edge cases: a part that saw no key (+inf) whatever
+    its output holds, -inf parts, a NaN lse, a row no part saw, lse near the f32 exponent's ends."""
+    parts, B, Sq, H, D = 3, 1, 8, 1, 64
+    g = torch.Generator().manual_seed(1)
+    ws_o = torch.randn(parts, B, Sq, H, D, generator=g)
+    inf, nan = math.inf, math.nan
+    ws_l = torch.tensor([[1.0, 2.0, 3.0], [inf, 0.5, inf], [inf, inf, inf], [-inf, -inf, inf], [nan, 1.0, 2.0],
+                         [88.0, -88.0, 80.0], [-80.0, -87.0, inf], [0.0, 0.0, 0.0]]).t().reshape(parts, B, H, Sq)
+    ws_o[0, 0, 1] = nan  # part 0 of row 1 saw no key: its output carries no weight, NaN or not
+    _, _, _, o, lse, _ = emulate(str(tmp_path), "gfx942", "bf16", "f32", B, Sq, 300, H, H, D, False, parts,
+                                 crafted=(ws_o, ws_l, ws_o))
+    want_o, want_l = split.merge_lse(ws_o.reshape(parts, Sq, D), ws_l.reshape(parts, Sq))
+    o, lse = o.reshape(Sq, D), lse.reshape(Sq)
+    torch.testing.assert_close(o, want_o, rtol=1e-5, atol=1e-6, equal_nan=True)
+    torch.testing.assert_close(lse, want_l, rtol=1e-6, atol=1e-5, equal_nan=True)
+    assert torch.isnan(o[4]).all() and torch.isnan(lse[4]), "a NaN part keeps its row NaN"
+    assert torch.equal(o[2], torch.zeros(D)) and lse[2] == inf, "a row no part saw: zeros, +inf"
+    assert torch.isfinite(o[1]).all(), "a part that saw no key carries no weight, even with a NaN output"
+
+
+@pytest.mark.parametrize("arch,clang", [("gfx942", 22), ("gfx950", 22)])
+@pytest.mark.parametrize("D,causal", [(64, False), (128, False), (128, True)])
+def test_split_kernels_compile_spill_free(arch, clang, D, causal):
+    need_clang(clang)
+    low = lower_split(arch, "bf16", 2, 4, 5000, 8, 2, D, causal)
+    whole = lower_split(arch, "bf16", 2, 4, 5000, 8, 2, D, causal)
+    whole = CDNAAttentionLowering(whole.kernel, arch).lower()  # the same IR (f32 O), not cut
+    r, w = cc.compile_hip(low.source, arch, clang), cc.compile_hip(whole.source, arch, clang)
+    by = cc.resources_by_function(r.remarks)
+    assert set(by) == {low.entry, low.notes["split"]["merge"]}, by
+    for name, res in by.items():
+        assert res.get("scratch") == 0 and res.get("vgpr_spill") == 0 and res.get("sgpr_spill") == 0, (name, res)
+    main, ref = by[low.entry], cc.resources_by_function(w.remarks)[whole.entry]
+    assert main["vgpr"] + main.get("agpr", 0) <= ref["vgpr"] + ref.get("agpr", 0) + 8, (main, ref)
+    assert main["lds"] == ref["lds"]
+
+
+def test_the_launcher_cuts_short_grids_and_merges():
+    """CDNABackend.launch_with on the CPU, the kernels recorded instead of run: a decode grid (one program:
+    MQA's 8 query heads as rows, 4096 keys) runs as split.plan's parts and then the merge, the workspace
+    offsets appended to the split kernel's arguments; a full grid, or too few key blocks, runs whole."""
+    from tiles import backends
+
+    b = backends.get("cdna")
+    bf = torch.bfloat16
+
+    def launch(B, Sq, H, Sk, arch="gfx942", D=128):
+        calls = []
+        q, o = torch.zeros(B, Sq, H, D, dtype=bf), torch.zeros(B, Sq, H, D, dtype=bf)
+        k = torch.zeros(B, Sk, 1, D, dtype=bf)
+        lse = torch.zeros(B, H, Sq)
+        b.launch_with(SUITE["attention_fwd"], (q, k, k, o, lse, 0.1), dict(causal=False, D=D), arch,
+                      lambda low, entry, grid, block, argv: calls.append((low, entry, grid, block, argv)))
+        return calls
+
+    (low, entry, grid, block, argv), (mlow, mentry, mgrid, mblock, margv) = launch(1, 8, 1, 4096)
+    parts = split.plan(1, 304, 4096 // 64)[1]
+    assert parts > 16 and entry == low.entry and entry.endswith("_split") and grid == (parts, 1, 1) and block == (512, 1, 1)
+    assert [a.value for a in argv[-3:]] == [parts, 8 * 128, 8]  # parts, one slice of the workspace's O and L
+    assert mlow is low and mentry == low.notes["split"]["merge"] and mblock == (MERGE_THREADS, 1, 1)
+    assert mgrid == (-(-8 * 128 // MERGE_THREADS), 1, 1) and [a.value for a in margv[4:8]] == [parts, 1, 8, 1]
+    for shape in ((1, 8, 1, 512), (2, 4096, 40, 4096)):  # 8 key blocks; 2 x 32 x 40 programs > 304 CUs
+        (low, entry, grid, _, argv), = launch(*shape)
+        assert entry == low.entry and not entry.endswith("_split") and grid[0] == -(-shape[1] // 128) * shape[2] * shape[0]
+    (low, _, grid, _, _), _ = launch(1, 8, 1, 4096, arch="gfx950")
+    assert grid[0] == split.plan(1, 256, 4096 // 64)[1] and low.arch == "gfx950"
