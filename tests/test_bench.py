@@ -205,23 +205,30 @@ def test_nt_gemm_rows_time_x_at_w_transposed(monkeypatch):
     assert mod.ratios({"rows": rows}) == {"gemm": [("8x8x8", 2.0)], "gemm NT": [("8x8x8 NT", 0.5)]}
 
 
-def test_decode_suite_is_one_query_row_against_a_cache():
-    """The decode suite: attention_fwd only, one query row, non-causal (SDPA's is_causal aligns top-left,
-    which with one row would keep key 0 alone), GQA among its heads; and a decode row through the harness
-    on the interpreter is timed and correct against the reference."""
+def test_decode_suite_is_a_few_query_rows_against_a_cache():
+    """The decode suite: attention_fwd only, one query row (non-causal: the same either way) or a few
+    (speculative decoding, causal, bottom-right), GQA among its heads; and decode rows through the harness
+    on the interpreter are timed and correct against the reference, SDPA included: its baseline takes the
+    lower-right causal bias where seq_q != seq_k (is_causal would align top-left, a different mask)."""
     import torch
 
+    from tiles.bench import baselines
     from tiles.bench import run as R
     from tiles.bench import shapes
 
     fwd = shapes.attention_shapes("decode")
-    assert fwd and all(s["S"] == 1 and s["S_k"] >= 2048 and not s["causal"] for s in fwd)
+    assert fwd and all(s["S"] <= 16 and s["S_k"] >= 2048 and s["causal"] == (s["S"] > 1) for s in fwd)
     assert any(s["H_kv"] < s["H"] for s in fwd) and any(s["H_kv"] == s["H"] for s in fwd)
+    assert any(s["S"] > 1 and s["H_kv"] < s["H"] for s in fwd)
     assert shapes.attention_shapes("decode", backward=True) == [] == shapes.gemm_shapes("decode")
     with pytest.raises(ValueError, match="attention_fwd only"):
         R.run("decode", ("gemm",), None, "interp", quiet=True)
-    s = dict(B=2, H=8, H_kv=2, S=1, S_k=300, D=64, causal=False)
-    rows = R.bench_attention(s, torch.device("cpu"), "interp", False, reps=2, budget=0.1, progress=lambda rows: None)
-    assert {r["impl"] for r in rows if r.get("ms") is not None} >= {"tiles", "torch_sdpa"}
-    assert all(r["correct"] for r in rows if "correct" in r)
-    assert report.shape_key(s) == "B2 H8/2 S1/300 D64"
+    q, k = torch.zeros(1, 2, 3, 8), torch.zeros(1, 2, 5, 8)
+    assert baselines._causal(q, k, False) == {"is_causal": False} and baselines._causal(q, q, True) == {"is_causal": True}
+    assert "attn_mask" in baselines._causal(q, k, True)
+    for s in (dict(B=2, H=8, H_kv=2, S=1, S_k=300, D=64, causal=False),
+              dict(B=2, H=8, H_kv=2, S=4, S_k=300, D=64, causal=True)):
+        rows = R.bench_attention(s, torch.device("cpu"), "interp", False, reps=2, budget=0.1, progress=lambda rows: None)
+        assert {r["impl"] for r in rows if r.get("ms") is not None} >= {"tiles", "torch_sdpa"}
+        assert all(r["correct"] for r in rows if "correct" in r), rows
+    assert report.shape_key(fwd[0]) == "B1 H32/8 S1/32768 D128"

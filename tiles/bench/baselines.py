@@ -10,13 +10,25 @@ import torch.nn.functional as F
 import tiles
 
 
+def _causal(q, k, causal: bool) -> dict:
+    """SDPA's mask arguments for tiles' causal alignment, bottom-right: is_causal aligns top-left, the
+    same only where seq_q == seq_k; otherwise the lower-right causal bias (which with one query row
+    masks nothing)."""
+    Sq, Sk = q.shape[2], k.shape[2]
+    if not causal or Sq == Sk:
+        return {"is_causal": causal}
+    from torch.nn.attention.bias import causal_lower_right
+
+    return {"attn_mask": causal_lower_right(Sq, Sk)}
+
+
 def _sdpa(backend_enum):
     from torch.nn.attention import sdpa_kernel
 
     def run(x, causal):
         q, k, v = x["q_bhsd"], x["k_bhsd"], x["v_bhsd"]
         with sdpa_kernel([backend_enum]):
-            return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=q.shape[1] != k.shape[1])
+            return F.scaled_dot_product_attention(q, k, v, enable_gqa=q.shape[1] != k.shape[1], **_causal(q, k, causal))
 
     return run
 
@@ -70,7 +82,7 @@ def attention_impls(device: torch.device, backend: str | None, backward: bool, s
 
 def _sdpa_math(x, causal):
     q, k, v = x["q_bhsd"], x["k_bhsd"], x["v_bhsd"]
-    return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=q.shape[1] != k.shape[1])
+    return F.scaled_dot_product_attention(q, k, v, enable_gqa=q.shape[1] != k.shape[1], **_causal(q, k, causal))
 
 
 def _flex():

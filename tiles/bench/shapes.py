@@ -1,19 +1,21 @@
 """The benchmark shapes of TESTING.md: FlashAttention's convention (16k tokens per batch, hidden 2048),
-GQA, and square plus LLM GEMM shapes; and the decode suite: one query row a sequence against a KV cache."""
+GQA, and square plus LLM GEMM shapes; and the decode suite: a few query rows a sequence against a KV cache."""
 
 SEQS = (512, 1024, 2048, 4096, 8192, 16384)
 SUITES = ("tiny", "quick", "standard", "full", "decode")
-# (B, H, H_kv, S_k, D): Llama-3-8B-like heads (32 / 8) at 2k-32k of cache and batch 1-32, a 70B-like
-# 64 / 8 at 128k, MHA, and D = 64. Non-causal only: with one query row the bottom-right causal mask
-# hides nothing, and SDPA's is_causal aligns top-left, which would mask all but key 0.
-DECODE = ((1, 32, 8, 32768, 128), (8, 32, 8, 8192, 128), (32, 32, 8, 2048, 128), (1, 64, 8, 131072, 128),
-          (4, 32, 32, 16384, 128), (1, 16, 16, 16384, 64))
+# (B, H, H_kv, S, S_k, D, causal): Llama-3-8B-like heads (32 / 8) at 2k-32k of cache and batch 1-32, a
+# 70B-like 64 / 8 at 128k, MHA, and D = 64, one query row a sequence (causal or not is the same then);
+# and four or sixteen rows a sequence (speculative decoding), causal. Causal aligns bottom-right, as
+# tiles and FlashAttention do; the SDPA baselines get the lower-right causal bias (baselines._causal).
+DECODE = ((1, 32, 8, 1, 32768, 128, False), (8, 32, 8, 1, 8192, 128, False), (32, 32, 8, 1, 2048, 128, False),
+          (1, 64, 8, 1, 131072, 128, False), (4, 32, 32, 1, 16384, 128, False), (1, 16, 16, 1, 16384, 64, False),
+          (8, 32, 8, 4, 8192, 128, True), (4, 64, 8, 16, 16384, 128, True))
 
 
 def attention_shapes(suite: str, backward: bool = False):
-    if suite == "decode":  # a forward of one row: no decode backward to time
-        return [] if backward else [dict(B=B, H=H, H_kv=Hkv, S=1, S_k=Sk, D=D, causal=False)
-                                    for B, H, Hkv, Sk, D in DECODE]
+    if suite == "decode":  # a forward of a few rows: no decode backward to time
+        return [] if backward else [dict(B=B, H=H, H_kv=Hkv, S=S, S_k=Sk, D=D, causal=causal)
+                                    for B, H, Hkv, S, Sk, D, causal in DECODE]
     seqs = {"tiny": (128,), "quick": (1024, 4096), "standard": SEQS, "full": SEQS}[suite]
     dims = (64,) if suite == "tiny" else (64, 128)
     out = []
