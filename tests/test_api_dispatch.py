@@ -173,3 +173,21 @@ def test_few_rows_group_the_keys_every_row_sees(monkeypatch):
     q65 = torch.randn(1, api.GROUPED_ROWS + 1, 8, 64, generator=g).to(torch.bfloat16)
     tiles.attention(q65, k[:1], v[:1], backend="interp")  # more rows than GROUPED_ROWS: as given
     assert seen == [((2, 3, 8, 64), 40, True), ((2, 3, 8, 64), 2, True), ((1, 65, 8, 64), 40, False)]
+
+
+def test_few_rows_trace_under_torch_compile(monkeypatch):
+    """The grouped rows, the second causal call and the merge are torch operations and custom ops: they
+    trace into one graph (fullgraph), give the eager answer, and differentiate."""
+    monkeypatch.setattr(api, "GROUPED_CAUSAL_KEYS", 8)
+    g = torch.Generator().manual_seed(9)
+    q = torch.randn(1, 3, 4, 64, generator=g).to(torch.bfloat16).requires_grad_()
+    k, v = (torch.randn(1, 30, 2, 64, generator=g).to(torch.bfloat16) for _ in range(2))
+
+    def f(q):
+        out, lse = tiles.attention(q, k, v, causal=True, backend="interp", return_lse=True)
+        return out.float().sum() + lse.sum()
+
+    got = torch.compile(f, backend="aot_eager", fullgraph=True)(q)
+    assert torch.allclose(got, f(q))
+    got.backward()
+    assert q.grad is not None and torch.isfinite(q.grad).all()

@@ -170,6 +170,8 @@ def attention(q, k, v, causal: bool = False, scale: Optional[float] = None, back
     64 query rows a sequence (decode, speculative decoding), the query heads of a key / value head run as
     the rows of one head, which reads the cache once for all of them; causal (from 1024 keys seen by every
     row), those keys run so and the last seq_q - 1 keys in a second call, merged by the log-sum-exp.
+    Every sequence of a batch has seq_k keys: a cache sliced to its length (k_cache[:, :L]) is read in
+    place, and a batch of ragged lengths runs as one call per length.
     """
     q, k, v, scale, device = validate.attention(q, k, v, causal, scale, backend)
     validate.flag("return_lse", return_lse)
