@@ -121,7 +121,7 @@ class CDNABackend(Backend):
     def prepare(self, kfn, *args, arch: str, split: Optional[str] = None, **kwargs):
         """Lower for `arch`, check the arguments the lowering's contract needs and bind them:
         (lowered, grid, argv) with argv as ctypes values; grid is None when there is nothing to run.
-        Shared by this backend's launch and by cdna-emu's (through run)."""
+        Shared by this backend's launch and by cdna-emu's (through launch_with)."""
         import ctypes
 
         keep = ()

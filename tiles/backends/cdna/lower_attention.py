@@ -613,7 +613,7 @@ class CDNAAttentionLowering(Lowering):
             q_row=self.rows(g["lq"].attrs["row"]), q_name=q, H=self.sym_name(Q.dims[2]), Hkv=self.sym_name(K.dims[2]),
             conflicts=cfg.conflicts(), swk=cfg.swizzle_k, swv=cfg.swizzle_v, mfma=cfg.mfma.mnemonic(dt),
             split=bool(self.split), merge_out=self.split, merge_out_t="float" if self.split == "f32" else "u16",
-            merge_threads=MERGE_THREADS)
+            merge_threads=MERGE_THREADS, o_name=O.name, l_name=L.name)
         split = None if not self.split else {"merge": name + "_merge", "out": self.split, "block": MERGE_THREADS}
         return self._lowered(cfg, source, TEMPLATE_VERSION, sched.name, [Q, K, V], [O, L], schedule_obj=sched,
                              split=split)

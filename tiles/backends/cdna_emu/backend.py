@@ -141,7 +141,6 @@ class CDNAEmuBackend(CDNABackend):
             raise BackendUnavailable(f"backend={self.name!r} is not available here: {why}")
         from ..hopper import runtime as cuda_runtime
 
-
         def start(lowered, entry, grid, block, argv):
             kern = cuda_runtime.load(self.compile(lowered).cubin, entry)
             run(kern, grid, block, argv, self.target, what=f"{self.name} {entry}")

@@ -21,7 +21,7 @@ TILES_DEV void split_range(int& begin, int& end, int part, int parts) {
 // log Σ_p exp(lse_p), over the parts at part_o + p·o_step and part_lse + p·lse_step. A part with
 // lse = +inf saw no key and carries no weight; a row no part saw keeps the whole kernel's convention
 // (out 0, lse +inf); a NaN lse leaves the row NaN. Every column of a row recomputes the row's
-// weights: `parts` loads of one cached line, cheaper than a second pass through the workspace.
+// weights from the parts' LSEs, so that one pass over the workspace does the merge.
 template <dt OUT, class U>
 TILES_DEV void merge_element(U* out, float* lse, const float* part_o, long long o_step, const float* part_lse,
                              long long lse_step, int parts) {
