@@ -267,3 +267,28 @@ def test_split_forward_in_a_cuda_graph():
         want_o, want_lse, _ = _run(*fresh, False, 3)
         assert torch.equal(o, want_o) and torch.equal(lse, want_lse)
         assert torch.equal(doubled, want_o.float() * 2)
+
+
+@pytest.mark.parametrize("Sq", [1, 4], ids=["decode", "4rows"])
+def test_decode_through_the_api_in_a_cuda_graph(Sq, monkeypatch):
+    """Decode as a serving loop runs it, captured in a CUDA graph: one row, or four causal rows (the grouped
+    call cut along the keys, the second call on the last three keys, the api's merge), replayed on fresh
+    inputs copied into the captured ones. Each replay is bitwise the eager call's answer."""
+    needs.hopper_gpu()
+    import tiles
+    from tiles import api
+
+    monkeypatch.setattr(api, "GROUPED_CAUSAL_KEYS", 1024)
+    q, k, v = _inputs(2, Sq, 3000, 32, 8, 128, torch.bfloat16, 21)
+    tiles.attention(q, k, v, causal=True)  # compiled and loaded before the capture
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = tiles.attention(q, k, v, causal=True)
+    for seed in (22, 23):
+        fresh = _inputs(2, Sq, 3000, 32, 8, 128, torch.bfloat16, seed)
+        for t, x in zip((q, k, v), fresh):
+            t.copy_(x)
+        g.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(out, tiles.attention(*fresh, causal=True))
