@@ -13,7 +13,7 @@ def main(argv=None) -> int:
     r = sub.add_parser("run", help="time tiles and the vendor baselines on the GPU present (without a GPU: the "
                                    "tiny suite on the CPU interpreter, a check of the harness)")
     r.add_argument("--suite", default="quick", choices=list(shapes.SUITES),
-                   help="decode: attention_fwd with one query row against 2k-128k keys of cache")
+                   help="decode: attention_fwd with one to sixteen query rows against 2k-128k keys of cache")
     r.add_argument("--kernels", default="gemm,attention_fwd,attention_bwd",
                    help="comma-separated: gemm, gemm_fp8, attention_fwd, attention_bwd")
     r.add_argument("--backend", default=None, help="force a tiles backend (default: best for the device)")
