@@ -205,7 +205,7 @@ GROUPED_CAUSAL_KEYS = 1024
 def _groups(Sq: int, Sk: int, H: int, Hkv: int, causal: bool) -> bool:
     if Hkv == H or Sq > GROUPED_ROWS or Sk == 0:
         return False
-    return not causal or Sk - Sq + 1 >= GROUPED_CAUSAL_KEYS
+    return not causal or Sk - Sq + 1 >= max(GROUPED_CAUSAL_KEYS, 1)  # the grouped call has a key for every row
 
 
 def _fwd(q, k, v, causal, scale, backend):
@@ -252,7 +252,9 @@ def _ungrouped(out: torch.Tensor, lse: torch.Tensor, Sq: int, H: int):
 def _merge(o1, l1, o2, l2):
     """One attention from two over disjoint keys, every row having seen a key in the first: l = log(e^l1 +
     e^l2), out = o1 · e^(l1 - l) + o2 · e^(l2 - l), in f32. A row that saw no key in the second (its LSE +inf,
-    the kernels' convention, and its output zero) keeps the first's output exactly."""
+    the kernels' convention, and its output zero) keeps the first's output exactly. The parts arrive
+    rounded to q's dtype, so a merged row carries one rounding more than a single call's (the kernels'
+    own merges of a split key range sum f32 parts)."""
     l2 = torch.where(l2 == float("inf"), -float("inf"), l2)
     lse = torch.logaddexp(l1, l2)
     w = torch.exp(l1 - lse).transpose(1, 2).unsqueeze(-1)  # (B, Sq, H, 1), the first part's weight

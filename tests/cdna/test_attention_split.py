@@ -159,14 +159,19 @@ def test_split_kernels_compile_spill_free(arch, clang, D, causal):
     assert main["lds"] == ref["lds"]
 
 
-def test_the_launcher_cuts_short_grids_and_merges():
+def test_the_launcher_cuts_short_grids_and_merges(monkeypatch):
     """CDNABackend.launch_with on the CPU, the kernels recorded instead of run: a decode grid (one program:
-    MQA's 8 query heads as rows, 4096 keys) runs as split.plan's parts and then the merge, the workspace
-    offsets appended to the split kernel's arguments; a full grid, or too few key blocks, runs whole."""
+    MQA's 8 query heads as rows, 4096 keys) runs as split.plan's parts and then the merge, with the split
+    kernel's own arguments, the workspace offsets after them, and the merge reading the workspace and
+    writing the outputs; a full grid, or too few key blocks, runs whole. The CU count is the device's
+    (here stood in for: an MI300X's 304, an MI355X's 256, an MI308X's 80)."""
     from tiles import backends
+    from tiles.backends.cdna.backend import CDNABackend
 
     b = backends.get("cdna")
     bf = torch.bfloat16
+    cus = {"gfx942": 304, "gfx950": 256}
+    monkeypatch.setattr(CDNABackend, "compute_units", lambda self, arch, device: cus[arch])
 
     def launch(B, Sq, H, Sk, arch="gfx942", D=128):
         calls = []
@@ -175,16 +180,26 @@ def test_the_launcher_cuts_short_grids_and_merges():
         lse = torch.zeros(B, H, Sq)
         b.launch_with(SUITE["attention_fwd"], (q, k, k, o, lse, 0.1), dict(causal=False, D=D), arch,
                       lambda low, entry, grid, block, argv: calls.append((low, entry, grid, block, argv)))
-        return calls
+        return calls, o, lse
 
-    (low, entry, grid, block, argv), (mlow, mentry, mgrid, mblock, margv) = launch(1, 8, 1, 4096)
+    ((low, entry, grid, block, argv), (mlow, mentry, mgrid, mblock, margv)), o, lse = launch(1, 8, 1, 4096)
     parts = split.plan(1, 304, 4096 // 64)[1]
     assert parts > 16 and entry == low.entry and entry.endswith("_split") and grid == (parts, 1, 1) and block == (512, 1, 1)
     assert [a.value for a in argv[-3:]] == [parts, 8 * 128, 8]  # parts, one slice of the workspace's O and L
+    assert len(argv) == len(low.args) + 3
+    ptrs = [a.value for a, (kind, _) in zip(argv, low.args) if kind == "ptr"]
+    ws_o, ws_l = ptrs[3], ptrs[4]  # Q, K, V, then the workspace's first slices as O and L
+    assert ws_o not in (o.data_ptr(), 0) and ws_l not in (lse.data_ptr(), 0)
     assert mlow is low and mentry == low.notes["split"]["merge"] and mblock == (MERGE_THREADS, 1, 1)
-    assert mgrid == (-(-8 * 128 // MERGE_THREADS), 1, 1) and [a.value for a in margv[4:8]] == [parts, 1, 8, 1]
+    assert mgrid == (-(-8 * 128 // MERGE_THREADS), 1, 1)
+    assert [a.value for a in margv[:4]] == [ws_o, ws_l, o.data_ptr(), lse.data_ptr()]
+    assert [a.value for a in margv[4:]] == [parts, 1, 8, 1, *o.stride()[:3], *lse.stride()[:2]]
     for shape in ((1, 8, 1, 512), (2, 4096, 40, 4096)):  # 8 key blocks; 2 x 32 x 40 programs > 304 CUs
-        (low, entry, grid, _, argv), = launch(*shape)
+        ((low, entry, grid, _, argv),), _, _ = launch(*shape)
         assert entry == low.entry and not entry.endswith("_split") and grid[0] == -(-shape[1] // 128) * shape[2] * shape[0]
-    (low, _, grid, _, _), _ = launch(1, 8, 1, 4096, arch="gfx950")
+    ((low, _, grid, _, _), _), _, _ = launch(1, 8, 1, 4096, arch="gfx950")
     assert grid[0] == split.plan(1, 256, 4096 // 64)[1] and low.arch == "gfx950"
+    cus["gfx942"] = 80  # fewer CUs: 96 programs already fill them
+    ((low, entry, grid, _, _),), _, _ = launch(1, 8, 96, 4096)
+    assert not entry.endswith("_split") and grid[0] == 96
+    assert backends.get("cdna-emu").compute_units("gfx942", None) == 304  # the emulated target's, not the GPU's

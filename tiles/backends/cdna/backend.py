@@ -22,8 +22,10 @@ from .lower import DEFAULT_ARCH, CDNALowering, check_gemm_args
 GEMM_TILES = {"gfx950": {"BM": 256, "BN": 256, "BK": 64}, "gfx942": {"BM": 256, "BN": 256, "BK": 32}}
 # the scaled fp8 GEMMs (block and row-wise scales): one lowering, lower_fp8.py
 FP8_KERNELS = ("gemm_fp8", "gemm_fp8_rowwise")
-# Compute units per target (MI300X 304, MI355X 256; HARDWARE.md). An attention grid with fewer programs
-# (decode: one program a key / value head and sequence) is cut along the keys until it fills them once.
+# Compute units per target's full part (MI300X 304, MI355X 256; HARDWARE.md): what cdna-emu assumes. On
+# an AMD GPU the device's own count is read (an MI300A, MI308X or a partition mode has fewer). An
+# attention grid with fewer programs (decode: one program a key / value head and sequence) is cut along
+# the keys until it fills them once.
 CUS = {"gfx942": 304, "gfx950": 256}
 # ... when its programs have at least this many key blocks: below, the merge's second launch costs about
 # what the cut saves (the Hopper launcher's estimate, SHORT_GRID_TRIPS there; not measured on AMD).
@@ -179,13 +181,17 @@ class CDNABackend(Backend):
         from tiles.core import split
 
         merge, cfg = _merge_of(lowered.kernel), lowered.notes.get("config")
-        if lowered.kernel.name != "attention_fwd" or merge is None or cfg is None or arch not in CUS:
+        if lowered.kernel.name != "attention_fwd" or merge is None or cfg is None:
             return 1
         keys = tensors[lowered.kernel.params[1].name]  # K (B, Sk, Hkv, D): the loop runs over its rows
-        programs, trips = grid[0], -(-keys.shape[1] // cfg.BN)
-        if programs >= CUS[arch] or trips < SHORT_GRID_TRIPS:
+        programs, trips, cus = grid[0], -(-keys.shape[1] // cfg.BN), self.compute_units(arch, keys.device)
+        if programs >= cus or trips < SHORT_GRID_TRIPS:
             return 1
-        return split.plan(programs, CUS[arch], trips)[1]
+        return split.plan(programs, cus, trips)[1]
+
+    def compute_units(self, arch: str, device) -> int:
+        """The CUs a launch on `device` spreads over: the GPU's own count."""
+        return torch.cuda.get_device_properties(device).multi_processor_count
 
     def launch_with(self, kfn, args, kwargs, arch: str, start) -> None:
         """Prepare kfn's launch and hand each kernel to `start(lowered, entry, grid, block, argv)`: the
@@ -205,11 +211,11 @@ class CDNABackend(Backend):
             return
         merge = _merge_of(lowered.kernel)
         out, lse = tensors[merge.out.name], tensors[merge.lse.name]
-        ws_o = torch.empty((parts,) + tuple(out.shape), dtype=torch.float32, device=out.device)
-        ws_l = torch.empty((parts,) + tuple(lse.shape), dtype=torch.float32, device=lse.device)
-        if ws_o.numel() >= 2 ** 31:  # the parts' offsets are 32-bit kernel arguments
+        if parts * out.numel() >= 2 ** 31:  # the parts' offsets are 32-bit kernel arguments
             start(lowered, lowered.entry, grid, lowered.block, argv)
             return
+        ws_o = torch.empty((parts,) + tuple(out.shape), dtype=torch.float32, device=out.device)
+        ws_l = torch.empty((parts,) + tuple(lse.shape), dtype=torch.float32, device=lse.device)
         bound.arguments[merge.out.name], bound.arguments[merge.lse.name] = ws_o[0], ws_l[0]
         merged = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "f32"}[out.dtype]
         low, grid, argv = self.prepare(kfn, *bound.args[1:], arch=arch, split=merged, **bound.kwargs)

@@ -101,6 +101,12 @@ class CDNAEmuBackend(CDNABackend):
     def arch(self, arch: Optional[str] = None) -> str:
         return arch or self.target
 
+    def compute_units(self, arch: str, device) -> int:
+        """The emulated target's CUs (cdna.backend.CUS), not the NVIDIA GPU's SMs."""
+        from ..cdna.backend import CUS
+
+        return CUS[arch]
+
     def config(self, kernel: str, arch: Optional[str] = None, **problem) -> dict:
         return super().config(kernel, arch or self.target, **problem)
 
