@@ -203,3 +203,32 @@ def test_the_launcher_cuts_short_grids_and_merges(monkeypatch):
     ((low, entry, grid, _, _),), _, _ = launch(1, 8, 96, 4096)
     assert not entry.endswith("_split") and grid[0] == 96
     assert backends.get("cdna-emu").compute_units("gfx942", None) == 304  # the emulated target's, not the GPU's
+
+
+def test_a_call_is_prepared_once(monkeypatch):
+    """What a call builds is kept by call signature: the same tensors again skip the lowering and the
+    checks (two prepares for a cut grid: whole, then its parts), and each run still takes a fresh
+    workspace, whose addresses the parts kernel writes and the merge reads. Other tensors prepare anew."""
+    from tiles import backends
+    from tiles.backends.cdna.backend import CDNABackend
+    from tiles.core.backend import LaunchCache
+
+    b = backends.get("cdna")
+    monkeypatch.setattr(CDNABackend, "compute_units", lambda self, arch, device: 304)
+    monkeypatch.setitem(b.__dict__, "_launches", LaunchCache())  # empty, and the backend's own back after
+    prepared = []
+    real = CDNABackend.prepare
+    monkeypatch.setattr(CDNABackend, "prepare", lambda self, *a, **kw: prepared.append(1) or real(self, *a, **kw))
+    bf = torch.bfloat16
+    q, o = torch.zeros(1, 8, 1, 128, dtype=bf), torch.zeros(1, 8, 1, 128, dtype=bf)
+    k, lse = torch.zeros(1, 4096, 1, 128, dtype=bf), torch.zeros(1, 1, 8)
+    runs = []
+    for out in (o, o, torch.zeros_like(o)):
+        calls = []
+        b.launch_with(SUITE["attention_fwd"], (q, k, k, out, lse, 0.1), dict(causal=False, D=128), "gfx942",
+                      lambda low, entry, grid, block, argv: calls.append((low, argv)))
+        (low, argv), (_, margv) = calls
+        ptrs = [a.value for a, (kind, _) in zip(argv, low.args) if kind == "ptr"]
+        assert ptrs[3:5] == [a.value for a in margv[:2]] and margv[2].value == out.data_ptr()
+        runs.append(len(prepared))
+    assert runs == [2, 2, 4], runs

@@ -11,7 +11,7 @@ from typing import Optional
 import torch
 
 from tiles.core import ir
-from tiles.core.backend import Backend, BackendUnavailable
+from tiles.core.backend import Backend, BackendUnavailable, LaunchCache, call_signature
 from tiles.core.lowering import LoweringError
 
 from . import runtime
@@ -194,40 +194,55 @@ class CDNABackend(Backend):
         return torch.cuda.get_device_properties(device).multi_processor_count
 
     def launch_with(self, kfn, args, kwargs, arch: str, start) -> None:
-        """Prepare kfn's launch and hand each kernel to `start(lowered, entry, grid, block, argv)`: the
-        kernel as it is, or, for an attention grid shorter than the chip (short_grid_parts), its parts into
-        an f32 workspace (one slice a part, the outputs' shapes) and then <entry>_merge into the outputs.
-        Shared by this backend's launch and cdna-emu's; each `start` compiles and launches its own way."""
+        """Launch kfn by handing each kernel to `start(lowered, entry, grid, block, argv)`: the kernel as it
+        is, or, for an attention grid shorter than the chip (short_grid_parts), its parts into an f32
+        workspace (one slice a part, the outputs' shapes) and then <entry>_merge into the outputs. What
+        a call builds (lowering, checks, arguments: about 17 ms of host time for attention) is kept by
+        call signature, as the Hopper launcher keeps it, so a decode loop pays it once; the fp8 GEMMs,
+        whose preparation may copy operands, are prepared every call. Shared by this backend's launch and
+        cdna-emu's; each `start` compiles and launches its own way."""
+        sig = None if kfn.name in FP8_KERNELS else call_signature(kfn, args, kwargs, (type(self).__name__, arch))
+        launches = self.__dict__.setdefault("_launches", LaunchCache())
+        plan = launches.get(sig)
+        if plan is None:
+            plan = self._plan(kfn, args, kwargs, arch)
+            launches.put(sig, plan)
+        plan.run(start)
+
+    def _plan(self, kfn, args, kwargs, arch: str) -> "_Launch":
         import ctypes
 
         lowered, grid, argv = self.prepare(kfn, *args, arch=arch, **kwargs)
         if grid is None:
-            return
+            return _Launch([])
+        whole = _Launch([(lowered, lowered.entry, grid, lowered.block, argv)])
         bound = kfn.bind(*args, **{**self.config(kfn.name, arch, **kwargs), **kwargs})
         tensors = {p.name: bound.arguments[p.name] for p in lowered.kernel.params}
         parts = self.short_grid_parts(lowered, grid, arch, tensors)
-        if parts == 1:
-            start(lowered, lowered.entry, grid, lowered.block, argv)
-            return
         merge = _merge_of(lowered.kernel)
+        if parts == 1:
+            return whole
         out, lse = tensors[merge.out.name], tensors[merge.lse.name]
         if parts * out.numel() >= 2 ** 31:  # the parts' offsets are 32-bit kernel arguments
-            start(lowered, lowered.entry, grid, lowered.block, argv)
-            return
-        ws_o = torch.empty((parts,) + tuple(out.shape), dtype=torch.float32, device=out.device)
-        ws_l = torch.empty((parts,) + tuple(lse.shape), dtype=torch.float32, device=lse.device)
-        bound.arguments[merge.out.name], bound.arguments[merge.lse.name] = ws_o[0], ws_l[0]
+            return whole
+        # a workspace slice stands in for O and L to lower and bind the parts' kernel; each launch then
+        # takes a fresh workspace from torch's allocator and puts its addresses in those two arguments
+        bound.arguments[merge.out.name] = torch.empty(out.shape, dtype=torch.float32, device=out.device)
+        bound.arguments[merge.lse.name] = torch.empty(lse.shape, dtype=torch.float32, device=lse.device)
         merged = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "f32"}[out.dtype]
         low, grid, argv = self.prepare(kfn, *bound.args[1:], arch=arch, split=merged, **bound.kwargs)
-        argv = list(argv) + [ctypes.c_int32(x) for x in (parts, ws_o[0].numel(), ws_l[0].numel())]
-        start(low, low.entry, (grid[0] * parts, 1, 1), low.block, argv)
+        ptrs = [x.name for kind, x in low.args if kind == "ptr"]
+        at = [i for i, (kind, _) in enumerate(low.args) if kind == "ptr"]
         sp = low.notes["split"]
         B, S, H = out.shape[:3]
-        margv = [ctypes.c_void_p(t.data_ptr()) for t in (ws_o, ws_l, out, lse)] + [
-            ctypes.c_int32(x) for x in (parts, B, S, H, out.stride(0), out.stride(1), out.stride(2),
-                                        lse.stride(0), lse.stride(1))]
-        # the workspace is stream-ordered: torch's allocator hands it on only after the merge has run
-        start(low, sp["merge"], (-(-out.numel() // sp["block"]), 1, 1), (sp["block"], 1, 1), margv)
+        return _Launch(
+            [(low, low.entry, (grid[0] * parts, 1, 1), low.block,
+              list(argv) + [ctypes.c_int32(x) for x in (parts, out.numel(), lse.numel())]),
+             (low, sp["merge"], (-(-out.numel() // sp["block"]), 1, 1), (sp["block"], 1, 1),
+              [None, None, ctypes.c_void_p(out.data_ptr()), ctypes.c_void_p(lse.data_ptr())]
+              + [ctypes.c_int32(x) for x in (parts, B, S, H, *out.stride()[:3], *lse.stride()[:2])])],
+            workspace=((parts,) + tuple(out.shape), (parts,) + tuple(lse.shape), out.device,
+                       at[ptrs.index(merge.out.name)], at[ptrs.index(merge.lse.name)]))
 
     def launch(self, kfn, *args, **kwargs) -> None:
         ok, why = self.available()
@@ -238,18 +253,60 @@ class CDNABackend(Backend):
         arch = self.arch()
         import tiles
 
-        def start(lowered, entry, grid, block, argv):
+        def load(lowered, entry):
             key = {"backend": "cdna", "source": runtime.flatten(lowered.source), "template_version": TEMPLATE_VERSION,
                    "arch": arch, "entry": lowered.entry, "options": runtime.rtc_options(arch),
                    "compiler_version": f"hiprtc {runtime.hiprtc_version()} {cache.library_identity('libhiprtc')}".rstrip(),
                    "tiles_version": tiles.__version__}
             code = cache.get_or_build(key, lambda: runtime.compile_rtc(lowered.source, arch, lowered.entry),
                                       name=lowered.entry)
-            runtime.Kernel(code, entry).launch(grid, block, argv, stream=torch.cuda.current_stream().cuda_stream)
+            return runtime.Kernel(code, entry)
+
+        def start(lowered, entry, grid, block, argv):
+            # a module is loaded once per source, entry and device (hipModuleLoadData on every call would
+            # leak one a launch)
+            kern = kept_kernel(self, (lowered.source, entry, arch, torch.cuda.current_device()),
+                               lambda: load(lowered, entry))
+            kern.launch(grid, block, argv, stream=torch.cuda.current_stream().cuda_stream)
 
         self.launch_with(kfn, args, kwargs, arch, start)
+
+
+def kept_kernel(backend, key, load):
+    """The kernel `load()` returns, kept on the backend by `key` (a source, its entry, the device)."""
+    kernels = backend.__dict__.setdefault("_kernels", {})
+    if key not in kernels:
+        kernels[key] = load()
+    return kernels[key]
 
 
 def _merge_of(kernel: ir.Kernel):
     """The merge a kernel's top-level pipelined loop declares (k.lse_merge), or None."""
     return next((n.merge for n in kernel.body if isinstance(n, ir.Loop) and n.merge is not None), None)
+
+
+class _Launch:
+    """A call's kernels as `start` takes them: (lowered, entry, grid, block, argv) each. With `workspace`
+    (the O and L workspaces' shapes, their device, and the parts kernel's O and L argument positions),
+    each run allocates a fresh workspace, the parts kernel writes it and the merge reads it."""
+
+    def __init__(self, steps, workspace=None):
+        self.steps, self.workspace = steps, workspace
+
+    def run(self, start) -> None:
+        import ctypes
+
+        if self.workspace is None:
+            for step in self.steps:
+                start(*step)
+            return
+        o_shape, l_shape, device, o_at, l_at = self.workspace
+        ws_o = torch.empty(o_shape, dtype=torch.float32, device=device)
+        ws_l = torch.empty(l_shape, dtype=torch.float32, device=device)
+        ptrs = [ctypes.c_void_p(ws_o.data_ptr()), ctypes.c_void_p(ws_l.data_ptr())]
+        (low, entry, grid, block, argv), (mlow, mentry, mgrid, mblock, margv) = self.steps
+        argv = list(argv)
+        argv[o_at], argv[l_at] = ptrs
+        start(low, entry, grid, block, argv)
+        # the workspace is stream-ordered: torch's allocator hands it on only after the merge has run
+        start(mlow, mentry, mgrid, mblock, ptrs + list(margv[2:]))

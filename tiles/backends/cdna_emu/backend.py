@@ -30,7 +30,7 @@ from tiles.core.backend import BackendUnavailable
 from tiles.core.lowering import header_files
 
 from ..cdna import runtime as cdna_runtime
-from ..cdna.backend import CDNABackend
+from ..cdna.backend import CDNABackend, kept_kernel
 from ..cdna.gemm_probe import INCLUDE_DIR as CDNA_INCLUDE
 
 EMU_INCLUDE = str(pathlib.Path(__file__).parent / "include")
@@ -148,7 +148,8 @@ class CDNAEmuBackend(CDNABackend):
         from ..hopper import runtime as cuda_runtime
 
         def start(lowered, entry, grid, block, argv):
-            kern = cuda_runtime.load(self.compile(lowered).cubin, entry)
+            kern = kept_kernel(self, (lowered.source, entry, torch.cuda.current_device()),
+                           lambda: cuda_runtime.load(self.compile(lowered).cubin, entry))
             run(kern, grid, block, argv, self.target, what=f"{self.name} {entry}")
 
         self.launch_with(kfn, args, kwargs, self.target, start)
