@@ -1,11 +1,12 @@
-"""A digest of every Hopper attention source the lowering renders, over kernels, head dims, causal
-or not, the launcher's schedules at several query lengths and each schedule option on its own.
-For a change meant to leave the generated code alone (a refactor of lower_attention.py): run it
-before, save the output, run it after and compare. It runs on the CPU (meta tensors, no compile).
+"""A digest of every attention source the lowerings render: Hopper's over kernels, head dims, causal or
+not, the launcher's schedules at several query lengths and each schedule option on its own; CDNA's
+(`--cdna`) over kernels, both targets, head dims, causal or not, output dtypes and the split of a short
+grid. For a change meant to leave the generated code alone (a refactor of a lowering): run it before,
+save the output, run it after and compare. It runs on the CPU (meta tensors, no compile).
 
-    PYTHONPATH=. python3 bench/render_digest.py > /tmp/before.txt
+    PYTHONPATH=. python3 bench/render_digest.py [--cdna] > /tmp/before.txt
     ... change ...
-    PYTHONPATH=. python3 bench/render_digest.py | diff /tmp/before.txt -
+    PYTHONPATH=. python3 bench/render_digest.py [--cdna] | diff /tmp/before.txt -
 
 Each line is a case and the sha256 of its source (or the lowering's refusal, which must not
 change either).
@@ -73,6 +74,39 @@ def cases():
     yield "attention_fwd D=64 f16", k, {}
 
 
+def cdna_cases():
+    """(name, digest) of every CDNA attention source: forward (whole, and split for each output dtype),
+    backward dQ and dK / dV, on gfx942 and gfx950."""
+    from tiles import backends
+
+    b = backends.get("cdna")
+    for arch in ("gfx942", "gfx950"):
+        for D in (64, 128):
+            for causal in (False, True):
+                q, kv = _meta(2, 300, 8, D), _meta(2, 500, 2, D)
+                lse, kw = _meta(2, 8, 300, dtype=torch.float32), dict(causal=causal, D=D, arch=arch)
+                runs = [("attention_fwd", (q, kv, kv, q, lse, 0.1), {}),
+                        ("attention_fwd", (q, kv, kv, _meta(2, 300, 8, D, dtype=torch.float32), lse, 0.1), {})]
+                runs += [("attention_fwd", (q, kv, kv, _meta(2, 300, 8, D, dtype=torch.float32), lse, 0.1),
+                          {"split": out}) for out in ("bf16", "f16", "f32")]
+                runs += [("attention_bwd_dq", (q, kv, kv, q, lse, lse, q, 0.1), {}),
+                         ("attention_bwd_dkdv", (q, kv, kv, q, lse, lse, kv, kv, 0.1), {})]
+                for kernel, args, extra in runs:
+                    name = f"cdna {arch} {kernel} D={D} causal={causal} {args[3].dtype} {extra}"
+                    try:
+                        low = b.lower(KERNELS[kernel], *args, **kw, **extra, **b.config(kernel, arch, D=D))
+                    except LoweringError as e:
+                        yield name, "refused: " + hashlib.sha256(str(e).encode()).hexdigest()[:16]
+                        continue
+                    yield name, hashlib.sha256(low.source.encode()).hexdigest()[:16] + f" {low.entry}"
+
+
 if __name__ == "__main__":
-    for name, k, opts in cases():
-        print(name, "->", digest(k, opts))
+    import sys
+
+    if "--cdna" in sys.argv[1:]:
+        for name, d in cdna_cases():
+            print(name, "->", d)
+    else:
+        for name, k, opts in cases():
+            print(name, "->", digest(k, opts))
