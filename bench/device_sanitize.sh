@@ -1,10 +1,10 @@
 #!/bin/sh
-# compute-sanitizer over one sanitize_suite.py workload (attention, gemm_fp8, fused, split, or default: every
+# compute-sanitizer over one sanitize_suite.py workload (attention, gemm_fp8, fused, split, ring, decode, or default: every
 # suite kernel at small shapes with tails), each tool in turn; the summary lines go to
 # $OUT/sanitizer.txt. Run by the device scripts:
 #   WORKLOAD=gemm_fp8 TOOL_TIMEOUT=90 sh bench/device_sanitize.sh
 . bench/device_env.sh
-WORKLOAD=${WORKLOAD:?attention, gemm_fp8, fused, split or default}
+WORKLOAD=${WORKLOAD:?attention, gemm_fp8, fused, split, ring, decode or default}
 only=""
 [ "$WORKLOAD" = default ] || only="--only $WORKLOAD"
 python3 bench/sanitize_suite.py $only 2>&1 | tail -1  # warm the kernel cache outside the sanitizers

@@ -6,6 +6,9 @@ compute-sanitizer (memcheck, racecheck, synccheck, initcheck) runs over.
 `--only ring` runs the D = 128 forward with option ring_store (O by TMA from the last key block's ring
 stage): walks of more programs than SMs, causal programs that see no key, a short grid, and with the
 split tail (whole tiles, then parts; parts only).
+`--only decode` runs tiles.attention at decode (session 41-42): grouped query heads on a short grid cut along
+the keys (one program in many parts, a grid as long as its units), MHA at D = 64, and four causal rows (the
+grouped call, the second call on the last keys, the merge).
 `--only split` runs the forward with option split_tail (every program in parts, causal parts
 that see no key, and walks with whole tiles first). `--only fused` runs the backward through
 attention_bwd_fused (dQ added by the reducer warp's TMA reduces), D = 64 and 128, causal and not, with GQA and tails, then the split backward at the small
@@ -32,8 +35,8 @@ be = backends.for_device(dev)
 torch.manual_seed(0)
 ran = []
 only = sys.argv[2] if sys.argv[1:2] == ["--only"] else None
-if only not in (None, "attention", "gemm_fp8", "fused", "split", "ring"):
-    sys.exit(f"--only takes attention, gemm_fp8, fused, split or ring, got {only!r}")
+if only not in (None, "attention", "gemm_fp8", "fused", "split", "ring", "decode"):
+    sys.exit(f"--only takes attention, gemm_fp8, fused, split, ring or decode, got {only!r}")
 
 
 def forward(B, Sq, Sk, H, Hkv, D, causal, options):
@@ -50,6 +53,16 @@ def forward(B, Sq, Sk, H, Hkv, D, causal, options):
     return go
 
 
+if only == "decode":  # the api at decode: grouped rows, short grids cut along the keys, a few causal rows
+    for B, Sq, Sk, H, Hkv, D, causal in ((1, 1, 5000, 8, 1, 128, True), (2, 1, 3000, 32, 8, 128, True),
+                                         (1, 1, 3000, 4, 4, 64, False), (2, 4, 3000, 32, 8, 128, True)):
+        q = torch.randn(B, Sq, H, D, device=dev, dtype=torch.bfloat16)
+        k, v = (torch.randn(B, Sk, Hkv, D, device=dev, dtype=torch.bfloat16) for _ in range(2))
+        tiles.attention(q, k, v, causal=causal)
+        ran.append(f"decode_{B}x{Sq}x{Sk}_h{H}/{Hkv}_d{D}")
+    torch.cuda.synchronize()
+    print(f"sanitize_suite: ran tiles.attention {', '.join(ran)}")
+    sys.exit(0)
 if only == "ring":  # option ring_store (session 37)
     for B, Sq, Sk, H, Hkv, causal in ((4, 1000, 1000, 8, 4, False), (4, 1000, 1000, 8, 4, True),
                                       (3, 700, 300, 8, 2, True), (1, 200, 260, 2, 1, False)):
