@@ -6,6 +6,6 @@
 DEVICE_PYTHONPATH=bench
 . bench/device_env.sh
 for w in decode ring; do
-    WORKLOAD=$w TOOLS="synccheck racecheck memcheck" TOOL_TIMEOUT=40 sh bench/device_sanitize.sh
+    DEVICE_PYTHONPATH=bench WORKLOAD=$w TOOLS="synccheck racecheck memcheck" TOOL_TIMEOUT=40 sh bench/device_sanitize.sh
 done
 timeout 240 python3 bench/fp8_clock.py 2>&1 | grep -v Warning
