@@ -1,4 +1,4 @@
-"""python -m tiles demo | info | show KERNEL --backend B [--arch A] [--emit DIR]"""
+"""python -m tiles demo | info | show KERNEL --backend B [--arch A] [--split] [--emit DIR]"""
 from __future__ import annotations
 
 import argparse
@@ -75,6 +75,10 @@ def cmd_show(args) -> int:
     if args.arch and args.backend == "interp":
         print("--arch applies to the hopper, cdna and cdna-emu backends; the interpreter has none", file=sys.stderr)
         return 2
+    if args.split and (names != ["attention_fwd"] or args.backend == "interp"):
+        print("--split shows attention_fwd cut along its keys (hopper, cdna, cdna-emu); the interpreter runs "
+              "the parts of `python -m tiles show attention_fwd` itself", file=sys.stderr)
+        return 2
     if args.emit and (why := _emit_dir(args.emit)):
         print(why, file=sys.stderr)
         return 2
@@ -95,8 +99,11 @@ def cmd_show(args) -> int:
         if lower is None:
             print(f"backend {args.backend!r} cannot lower kernels here: {be.available()[1]}", file=sys.stderr)
             return 2
+        extra = {}
+        if args.split:
+            a, extra = _split_args(be, a, kw)
         try:
-            lowered = lower(kfn, *a, arch=args.arch, **kw)
+            lowered = lower(kfn, *a, arch=args.arch, **kw, **extra)
         except LoweringError as e:
             print(e, file=sys.stderr)
             return 2
@@ -113,6 +120,24 @@ def cmd_show(args) -> int:
         else:
             print(lowered.source)
     return 0
+
+
+def _split_args(be, a, kw):
+    """(args, lowering arguments) of `show attention_fwd --split`: the launch a short grid takes (decode),
+    cut along the keys. Hopper: the schedule's options with split_tail (whole programs, then parts, and
+    the merge kernel beside them; the TMA store of O and the causal pairs give way, as the launcher has
+    it). CDNA: the parts
+    kernel, whose O is the f32 workspace, and <entry>_merge into a bf16 O."""
+    if be.name == "hopper":
+        from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
+
+        opts = dict(getattr(W, "SCHEDULES", {}).get(("attention_fwd", kw.get("D"))) or {}, split_tail=True)
+        opts.pop("tma_store", None)
+        if kw.get("causal"):  # the causal pairs are not cut: the heavy-first walk is
+            opts["window"] = False
+        return a, {"options": opts}
+    q, k, v, o, lse, scale = a
+    return (q, k, v, torch.empty(o.shape, dtype=torch.float32, device="meta"), lse, scale), {"split": "bf16"}
 
 
 def cmd_info(args) -> int:
@@ -229,6 +254,9 @@ def main(argv=None) -> int:
     s.add_argument("kernel")
     s.add_argument("--backend", default="interp", choices=["interp", "hopper", "cdna", "cdna-emu"])
     s.add_argument("--arch", default=None, help="gfx942 | gfx950 for cdna and cdna-emu; sm_90a for hopper")
+    s.add_argument("--split", action="store_true",
+                   help="attention_fwd as a grid shorter than the GPU runs it (decode): cut along its keys, with "
+                        "the kernel that merges the parts")
     s.add_argument("--emit", default=None, metavar="DIR",
                    help="write a standalone translation unit to DIR: the generated source and every device header "
                         "it includes, built with -I DIR (the command is printed); for interp, the IR text")

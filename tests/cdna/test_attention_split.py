@@ -232,3 +232,31 @@ def test_a_call_is_prepared_once(monkeypatch):
         assert ptrs[3:5] == [a.value for a in margv[:2]] and margv[2].value == out.data_ptr()
         runs.append(len(prepared))
     assert runs == [2, 2, 4], runs
+
+
+def test_show_split_prints_the_parts_and_their_merge(tmp_path):
+    """`python -m tiles show attention_fwd --backend cdna --split` prints the cut launch (the parts kernel
+    and its merge in one unit); --emit writes a unit clang compiles; other kernels, or the interpreter,
+    are refused with a line saying what --split shows."""
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+    def show(*argv):
+        return subprocess.run([sys.executable, "-m", "tiles", "show", *argv], capture_output=True, text=True, cwd=root)
+
+    r = show("attention_fwd", "--backend", "cdna", "--split")
+    assert r.returncode == 0, r.stderr
+    for want in ("split_range(kb_begin, kb_end, part, parts);", "_split_merge(", "merge_element<dt::bf16>(",
+                 "#include \"tiles/split.h\"", "O += (long long)part * o_parts_stride"):
+        assert want in r.stdout, want
+    for argv in (("gemm", "--backend", "cdna", "--split"), ("attention_fwd", "--split")):
+        r = show(*argv)
+        assert r.returncode == 2 and "--split shows attention_fwd" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    need_clang(22)
+    r = show("attention_fwd", "--backend", "cdna", "--arch", "gfx950", "--split", "--emit", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    src = [p for p in r.stdout.split() if p.endswith(".hip")][0]
+    res = cc.compile_hip(open(src).read(), "gfx950", 22)
+    assert set(cc.resources_by_function(res.remarks)) == {os.path.basename(src)[:-4], os.path.basename(src)[:-4] + "_merge"}

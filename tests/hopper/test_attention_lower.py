@@ -221,6 +221,30 @@ def test_cli_show_and_emit(tmp_path):
         assert res and all(v["spill_stores"] == 0 and v["stack"] == 0 for v in res.values()), r.stderr
 
 
+def test_cli_show_split_prints_the_cut_forward_and_its_merge(tmp_path):
+    """`show attention_fwd --backend hopper --split`: the forward as a short grid launches it (split_tail,
+    the causal example on the heavy-first walk), with its merge kernel; the emitted unit builds with nvcc
+    without spills."""
+    import os
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    p = subprocess.run([sys.executable, "-m", "tiles", "show", "attention_fwd", "--backend", "hopper", "--split"],
+                       capture_output=True, text=True, cwd=ROOT, env=env)
+    assert p.returncode == 0, p.stderr
+    assert "split_range(" in p.stdout and "_merge(" in p.stdout and "split_parts" in p.stdout
+    out = tmp_path / "emit"
+    p = subprocess.run([sys.executable, "-m", "tiles", "show", "attention_fwd", "--backend", "hopper", "--split",
+                        "--emit", str(out)], capture_output=True, text=True, cwd=ROOT, env=env)
+    assert p.returncode == 0, p.stderr
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not on PATH")
+    (src,) = out.glob("tiles_attention_fwd_hopper*.cu")
+    r = subprocess.run(["nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-Xptxas", "-v", "-std=c++17",
+                        f"-I{out}", str(src), "-o", str(tmp_path / "a.cubin")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    res = runtime.parse_ptxas(r.stderr + r.stdout)
+    assert len(res) == 2 and all(v["spill_stores"] == 0 and v["stack"] == 0 for v in res.values()), r.stderr
+
+
 def test_cli_show_errors_and_the_printed_build_command(tmp_path):
     """--emit into something that is not a directory, or --arch for the interpreter: exit status 2 and one
     line. After an emit, the printed build command builds the unit as it stands."""
