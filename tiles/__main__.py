@@ -199,6 +199,17 @@ def _bench(fn, reps=3):
     return sorted(times)[len(times) // 2]
 
 
+def _decode_ref(q, k, v, dtype):
+    """Causal attention aligned bottom-right (the last query row sees every key), naively in `dtype`."""
+    G = q.shape[2] // k.shape[2]
+    qt = q.to(dtype).transpose(1, 2)
+    kt, vt = (x.to(dtype).transpose(1, 2).repeat_interleave(G, 1) for x in (k, v))
+    Sq, Sk = q.shape[1], k.shape[1]
+    keep = torch.ones(Sq, Sk, dtype=torch.bool, device=q.device).tril(Sk - Sq)
+    s = (qt @ kt.transpose(-1, -2) * q.shape[-1] ** -0.5).masked_fill(~keep, -math.inf)
+    return (torch.softmax(s, -1) @ vt).transpose(1, 2)
+
+
 def cmd_demo(args) -> int:
     import tiles
     from tiles import backends
@@ -229,6 +240,20 @@ def cmd_demo(args) -> int:
         print(f"  attention B={B} S={S} H={H} H_kv={Hkv} D={D} causal={causal!s:5}: max|err| {err:.2e} "
               f"(torch bf16 {err_lp:.2e}) {'ok' if good else 'WRONG'}  {t * 1e3:8.2f} ms  "
               f"{flops / t / 1e12:7.2f} TFLOP/s")
+    # decode: one new token a sequence against a KV cache, then four causal draft tokens (speculative decoding)
+    Bd, Sk, Hd, Hkvd = (2, 300, 8, 2) if small else (8, 8192, 32, 8)
+    kc, vc = (torch.randn(Bd, Sk, Hkvd, D, dtype=torch.bfloat16, device=device) for _ in range(2))
+    for rows in (1, 4):
+        qd = torch.randn(Bd, rows, Hd, D, dtype=torch.bfloat16, device=device)
+        out = tiles.attention(qd, kc, vc, causal=True)
+        err, err_lp = ((x.double() - _decode_ref(qd, kc, vc, torch.float64)).abs().max().item()
+                       for x in (out, _decode_ref(qd, kc, vc, torch.bfloat16)))
+        t = _bench(lambda: tiles.attention(qd, kc, vc, causal=True), reps=1 if small else 10)
+        good = err <= 2 * err_lp + 1e-2
+        ok &= good
+        print(f"  decode B={Bd} rows={rows} S_k={Sk} H={Hd} H_kv={Hkvd} D={D} causal: max|err| {err:.2e} "
+              f"(torch bf16 {err_lp:.2e}) {'ok' if good else 'WRONG'}  {t * 1e3:8.3f} ms  "
+              f"{2 * kc.numel() * kc.element_size() / t / 1e12:7.2f} TB/s of cache")
     M = N = Kd = 256 if small else 4096
     a = torch.randn(M, Kd, dtype=torch.bfloat16, device=device)
     b = torch.randn(Kd, N, dtype=torch.bfloat16, device=device)
