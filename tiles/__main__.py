@@ -273,7 +273,8 @@ def cmd_demo(args) -> int:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tiles", description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("demo", help="attention and gemm on the best backend present, checked against torch")
+    sub.add_parser("demo", help="attention (prefill and decode) and gemm on the best backend present, checked "
+                                          "against float64")
     sub.add_parser("info", help="backends present, versions, and why the others are absent")
     s = sub.add_parser("show", help="print a suite kernel's IR or generated source")
     s.add_argument("kernel")
