@@ -274,7 +274,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tiles", description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("demo", help="attention (prefill and decode) and gemm on the best backend present, checked "
-                                          "against float64")
+                                 "against float64")
     sub.add_parser("info", help="backends present, versions, and why the others are absent")
     s = sub.add_parser("show", help="print a suite kernel's IR or generated source")
     s.add_argument("kernel")
