@@ -7,7 +7,7 @@
 #   sh bench/device_session42a.sh
 DEVICE_PYTHONPATH=bench:tests/portability
 . bench/device_env.sh
-gpu_tests 280 -n 8 tests/cdna_emu tests/portability tests/hopper tests/test_attention_fused.py \
+gpu_tests 270 -n 8 tests/cdna_emu tests/portability tests/hopper tests/test_attention_fused.py \
     tests/test_gemm_fp8.py tests/test_errors.py tests/test_lang.py tests/test_api_dispatch.py
 timeout 60 python3 -m tiles demo  # the README's main job, with its decode rows
-timeout 270 python3 bench/attention_decode.py 2>&1 | grep -v -i "warning\|scaled_dot_product_attention("
+timeout 250 python3 bench/attention_decode.py 2>&1 | grep -v -i "warning\|scaled_dot_product_attention("
