@@ -126,8 +126,7 @@ def _split_args(be, a, kw):
     """(args, lowering arguments) of `show attention_fwd --split`: the launch a short grid takes (decode),
     cut along the keys. Hopper: the schedule's options with split_tail (whole programs, then parts, and
     the merge kernel beside them; the TMA store of O and the causal pairs give way, as the launcher has
-    it). CDNA: the parts
-    kernel, whose O is the f32 workspace, and <entry>_merge into a bf16 O."""
+    it). CDNA: the parts kernel, whose O is the f32 workspace, and <entry>_merge into a bf16 O."""
     if be.name == "hopper":
         from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
 
