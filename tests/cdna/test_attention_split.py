@@ -2,7 +2,9 @@
 decode's case): the split kernel and its <entry>_merge, rendered for gfx942 / gfx950, compiled by clang
 (both kernels spill-free, the split kernel's registers those of the whole one), and run on the CPU through
 the emulated arch layer, every work-group of every part, then the merge: the output against float64 by
-TESTING.md's rule, and the merge alone on crafted parts against tiles/core/split.py's merge_lse."""
+TESTING.md's rule, and the merge alone on crafted parts against tiles/core/split.py's merge_lse. The
+launcher on the CPU with its kernels recorded: where it cuts, the arguments it hands each kernel, a call
+prepared once; and `python -m tiles show attention_fwd --backend cdna --split`."""
 from __future__ import annotations
 
 import math
