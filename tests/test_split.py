@@ -127,3 +127,12 @@ def test_merge_leaves_out_a_part_that_saw_no_key_and_keeps_nan():
     assert torch.isnan(out).all() and torch.isnan(lse).all()
     out, lse = merge_lse(torch.tensor([[[1.0, 2.0]], [[3.0, 4.0]]]), torch.tensor([[math.inf], [math.inf]]))
     assert torch.equal(out, torch.zeros(1, 2)) and lse.item() == math.inf
+
+
+def test_short_grid_parts_is_the_plan_below_a_wave():
+    """The one rule both launchers cut short grids by (decode): the plan's parts below a wave from
+    SHORT_GRID_TRIPS trips, nothing at a wave or more, or with fewer trips."""
+    assert split.short_grid_parts(8, 132, 256) == split.plan(8, 132, 256)[1] == 16
+    assert split.short_grid_parts(1, 304, split.SHORT_GRID_TRIPS) == split.plan(1, 304, split.SHORT_GRID_TRIPS)[1] > 1
+    assert split.short_grid_parts(1, 304, split.SHORT_GRID_TRIPS - 1) == 1
+    assert split.short_grid_parts(132, 132, 256) == split.short_grid_parts(300, 132, 256) == 1

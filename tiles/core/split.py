@@ -69,3 +69,18 @@ def plan(programs: int, workers: int, trips: int, parts=None, overhead: float = 
     best = min(costs.values())
     r = min(x for x, c in costs.items() if c <= best * 1.03)
     return (programs, 1) if r == 1 else (whole, r)
+
+
+# A grid shorter than one wave (decode: a few heads' programs over a long cache) is cut along its loop
+# from this many trips: below it the merge's second launch (about 5 us on the H200, session 41) costs
+# about what the cut saves. An estimate from that call, not a measured crossover; no AMD figure exists.
+SHORT_GRID_TRIPS = 16
+
+
+def short_grid_parts(programs: int, workers: int, trips: int) -> int:
+    """The parts each program of a grid shorter than one wave is cut into (plan's choice, which fills
+    the workers about once), or 1 where the grid is not cut: a wave or more (the last wave is each
+    launcher's own plan), or fewer than SHORT_GRID_TRIPS trips."""
+    if programs >= workers or trips < SHORT_GRID_TRIPS:
+        return 1
+    return plan(programs, workers, trips)[1]

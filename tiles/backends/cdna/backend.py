@@ -27,9 +27,6 @@ FP8_KERNELS = ("gemm_fp8", "gemm_fp8_rowwise")
 # attention grid with fewer programs (decode: one program a key / value head and sequence) is cut along
 # the keys until it fills them once.
 CUS = {"gfx942": 304, "gfx950": 256}
-# ... when its programs have at least this many key blocks: below, the merge's second launch costs about
-# what the cut saves (the Hopper launcher's estimate, SHORT_GRID_TRIPS there; not measured on AMD).
-SHORT_GRID_TRIPS = 16
 
 
 class CDNABackend(Backend):
@@ -176,18 +173,16 @@ class CDNABackend(Backend):
 
     def short_grid_parts(self, lowered, grid, arch: str, tensors: dict) -> int:
         """How many parts to cut each program of this launch into along its keys: 1 (not cut) unless it is
-        attention_fwd with a merge declared (k.lse_merge), fewer programs than `arch` has CUs, and at least
-        SHORT_GRID_TRIPS key blocks; then split.plan's choice, which fills the CUs about once."""
+        attention_fwd with a merge declared (k.lse_merge) on a grid split.short_grid_parts cuts: fewer
+        programs than the device has CUs, at least split.SHORT_GRID_TRIPS key blocks."""
         from tiles.core import split
 
         merge, cfg = _merge_of(lowered.kernel), lowered.notes.get("config")
         if lowered.kernel.name != "attention_fwd" or merge is None or cfg is None:
             return 1
         keys = tensors[lowered.kernel.params[1].name]  # K (B, Sk, Hkv, D): the loop runs over its rows
-        programs, trips, cus = grid[0], -(-keys.shape[1] // cfg.BN), self.compute_units(arch, keys.device)
-        if programs >= cus or trips < SHORT_GRID_TRIPS:
-            return 1
-        return split.plan(programs, cus, trips)[1]
+        trips = -(-keys.shape[1] // cfg.BN)
+        return split.short_grid_parts(grid[0], self.compute_units(arch, keys.device), trips)
 
     def compute_units(self, arch: str, device) -> int:
         """The CUs a launch on `device` spreads over: the GPU's own count."""

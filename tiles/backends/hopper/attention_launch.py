@@ -32,10 +32,6 @@ SPLIT_TAIL_KEYS = {128: 4096, 64: 8192}
 # are short on average). With the split tail's whole tiles (session 38, bench/attention_clock.py ab,
 # rested launches interleaved): 1.005 at 4k (0.7 % fewer cycles), 0.995 at 8k, 0.989 at 16k.
 RING_STORE_QUERIES = {False: 4096, True: None}
-# A grid shorter than one wave is cut along its keys from this many key blocks (_short_grid): below it the
-# merge kernel (about 5 us, session 41's first call) costs about what the cut saves. An estimate from
-# that call, not a measured crossover.
-SHORT_GRID_TRIPS = 16
 
 
 def tma_ready(t) -> bool:
@@ -302,7 +298,7 @@ class AttentionLaunch:
         """A grid shorter than one wave (decode: a few heads' programs over a long cache) cut along its
         keys until it fills the SMs once: (the split lowering, its options), or None where the launch
         decides nothing (split_tail set either way, already split, not persistent, no merge declared,
-        fewer than SHORT_GRID_TRIPS trips). The TMA store of O gives way (a part's O goes to the
+        fewer than split.SHORT_GRID_TRIPS trips). The TMA store of O gives way (a part's O goes to the
         workspace from registers), and a causal walk in pairs to the heavy-first one (the pairs are not
         cut). H200, session 41 (bench/attention_decode.py): before the persistent grid was as long as its
         units, parts of a short grid queued on its few CTAs and gained nothing (8 programs over 32k keys:
@@ -313,7 +309,7 @@ class AttentionLaunch:
             return None
         programs, sms = math.prod(grid), runtime.num_sms()
         trips = cls._heaviest_trips(k, env, grid[0])
-        if programs >= sms or trips < SHORT_GRID_TRIPS or split.plan(programs, sms, trips)[1] == 1:
+        if split.short_grid_parts(programs, sms, trips) == 1:
             return None
         opts = {**(options or {}), "split_tail": True}
         opts.pop("tma_store", None)
