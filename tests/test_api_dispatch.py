@@ -90,6 +90,8 @@ def _opcheck_cases():
         "rotary_bhsd": (api._rotary, (r(1, 2, 12, 16, dt=torch.float32).transpose(1, 2), r(12, 8, dt=torch.float32),
                                       r(12, 8, dt=torch.float32), "interp")),
         "attention_fwd_bhsd": (api._attention_fwd, (r(1, 4, 40, 64).transpose(1, 2), k, v, True, 0.125, "interp")),
+        "attention_fwd_ragged": (api._attention_fwd, (r(2, 3, 4, 64), r(2, 56, 2, 64), r(2, 56, 2, 64), True, 0.125,
+                                                      "interp", torch.tensor([56, 9], dtype=torch.int32))),
     }
 
 
@@ -112,9 +114,9 @@ def test_decode_runs_grouped_rows_without_the_mask(monkeypatch):
     seen = []
     impl = api._attention_fwd_impl
 
-    def spy(q, k, v, causal, scale, backend):
+    def spy(q, k, v, causal, scale, backend, lens=None):
         seen.append((tuple(q.shape), causal, q.data_ptr()))
-        return impl(q, k, v, causal, scale, backend)
+        return impl(q, k, v, causal, scale, backend, lens)
 
     monkeypatch.setattr(api, "_attention_fwd_impl", spy)
     g = torch.Generator().manual_seed(3)
@@ -141,9 +143,9 @@ def test_few_rows_group_the_keys_every_row_sees(monkeypatch):
     seen = []
     impl = api._attention_fwd_impl
 
-    def spy(q, k, v, causal, scale, backend):
+    def spy(q, k, v, causal, scale, backend, lens=None):
         seen.append((tuple(q.shape), k.shape[1], causal))
-        return impl(q, k, v, causal, scale, backend)
+        return impl(q, k, v, causal, scale, backend, lens)
 
     g = torch.Generator().manual_seed(5)
     q = torch.randn(2, 3, 8, 64, generator=g).to(torch.bfloat16)
@@ -191,3 +193,43 @@ def test_few_rows_trace_under_torch_compile(monkeypatch):
     assert torch.allclose(got, f(q))
     got.backward()
     assert q.grad is not None and torch.isfinite(q.grad).all()
+
+
+def test_ragged_cache_takes_the_paths_its_counts_allow(monkeypatch):
+    """cache_seqlens: decode and non-causal rows run grouped with the counts (one view / copy of q, the
+    counts handed to the kernel as they are); causal rows run as given (the keys every row sees end at
+    each sequence's own count). Each sequence's answer is the call on its own keys."""
+    seen = []
+    impl = api._attention_fwd_impl
+
+    def spy(q, k, v, causal, scale, backend, lens=None):
+        seen.append((tuple(q.shape), causal, None if lens is None else lens.tolist()))
+        return impl(q, k, v, causal, scale, backend, lens)
+
+    monkeypatch.setattr(api, "_attention_fwd_impl", spy)
+    monkeypatch.setattr(api, "GROUPED_CAUSAL_KEYS", 1)
+    g = torch.Generator().manual_seed(11)
+    k, v = (torch.randn(3, 50, 2, 64, generator=g).to(torch.bfloat16) for _ in range(2))
+    lens = torch.tensor([50, 7, 0], dtype=torch.int64)  # int64 and on the CPU: taken as int32
+    for Sq, causal, call in ((1, True, ((3, 4, 2, 64), False)), (3, False, ((3, 12, 2, 64), False)),
+                             (3, True, ((3, 3, 8, 64), True))):
+        q = torch.randn(3, Sq, 8, 64, generator=g).to(torch.bfloat16)
+        seen.clear()
+        out, lse = tiles.attention(q, k, v, causal=causal, backend="interp", return_lse=True, cache_seqlens=lens)
+        assert seen == [call + ([50, 7, 0],)]
+        for b, n in enumerate(lens.tolist()):
+            o1, l1 = impl(q[b:b + 1], k[b:b + 1, :n], v[b:b + 1, :n], causal and Sq > 1, 0.125, "interp")
+            assert torch.equal(out[b:b + 1], o1) and torch.equal(lse[b:b + 1], l1), (Sq, causal, b)
+
+
+def test_ragged_cache_traces_under_torch_compile():
+    """cache_seqlens goes through the custom op: one graph (fullgraph), the eager answer, and the counts
+    read at run time (a second call with other counts reuses the compiled graph and follows them)."""
+    g = torch.Generator().manual_seed(12)
+    q = torch.randn(2, 1, 4, 64, generator=g).to(torch.bfloat16)
+    k, v = (torch.randn(2, 30, 2, 64, generator=g).to(torch.bfloat16) for _ in range(2))
+    f = lambda lens: tiles.attention(q, k, v, causal=True, backend="interp", cache_seqlens=lens)  # noqa: E731
+    compiled = torch.compile(f, backend="aot_eager", fullgraph=True)
+    for counts in ([30, 4], [1, 17]):
+        lens = torch.tensor(counts, dtype=torch.int32)
+        assert torch.equal(compiled(lens), f(lens))

@@ -53,6 +53,20 @@ ATTN_CASES = [
     ("backend name", lambda: (qkv(), {"backend": "tpu"}), ValueError, "backend='tpu' is not a tiles backend"),
     ("backend type", lambda: (qkv(), {"backend": 3}), TypeError, "backend must be a str or None"),
     ("meta device mix", lambda: ((qkv()[0], qkv()[1].to("meta"), qkv()[2]), {}), ValueError, "must be on one device"),
+    ("cache_seqlens float", lambda: (qkv(B=2), {"cache_seqlens": torch.tensor([3.0, 4.0])}), TypeError,
+     "cache_seqlens must be an int32 or int64 tensor, got torch.float32"),
+    ("cache_seqlens list", lambda: (qkv(B=2), {"cache_seqlens": [3, 4]}), TypeError, "cache_seqlens must be a torch.Tensor"),
+    ("cache_seqlens shape", lambda: (qkv(B=2), {"cache_seqlens": torch.tensor([[3, 4]])}), ValueError,
+     "cache_seqlens must have one key count per sequence, shape (2,); got (1, 2)"),
+    ("cache_seqlens past the cache", lambda: (qkv(B=2), {"cache_seqlens": torch.tensor([3, 17])}), ValueError,
+     "cache_seqlens must lie in [0, 16] (the keys k holds a sequence); got values from 3 to 17"),
+    ("cache_seqlens negative", lambda: (qkv(B=2), {"cache_seqlens": torch.tensor([-1, 4])}), ValueError,
+     "must lie in [0, 16]"),
+    ("cache_seqlens device", lambda: (qkv(B=2), {"cache_seqlens": torch.tensor([3, 4], device="meta")}), ValueError,
+     "cache_seqlens is on meta, q on cpu"),
+    ("cache_seqlens with grads", lambda: ((qkv(B=2)[0].requires_grad_(),) + qkv(B=2)[1:],
+                                          {"cache_seqlens": torch.tensor([3, 4])}), ValueError,
+     "attention with cache_seqlens is forward only"),
 ]
 
 

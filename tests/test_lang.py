@@ -452,3 +452,63 @@ def test_let_leaves_every_backends_code_as_it_was():
             assert named != plain and code(named) == code(plain), (name, backend)
             checked += 1
     assert checked >= 14
+
+
+@tiles.kernel
+def _ragged_rows(k, X, Y, N, *, BM=16):
+    """Copies the first N[b] rows of X[b] into Y[b] (and 0 past them): each program reads its count."""
+    k.grid(k.cdiv(X.shape[1], BM), X.shape[0])
+    rb, b = k.program_id(0), k.program_id(1)
+    n = k.let(k.min(k.read(N, b, bound=X.shape[1]), X.shape[1]), "n")
+    t = k.reg(BM, 16, tiles.f32)
+    tiles.load(t, X[b, :, :], row=rb * BM, col=0)
+    tiles.mask_rows(t, rb * BM, n, 0.0)
+    tiles.store(Y[b, :, :], t, row=rb * BM, col=0)
+
+
+def test_read_gives_each_program_its_count():
+    """k.read: each program reads an element of an int32 tensor; the IR says where (N[pid1]), the
+    interpreter reads it at run time, and the host plans with the bound."""
+    x = _t(3, 40, 16)
+    y = torch.full_like(x, float("nan"))
+    n = torch.tensor([40, 5, 0], dtype=torch.int32)
+    backends.get("interp").launch(_ragged_rows, x, y, n)
+    for b, c in enumerate(n.tolist()):
+        assert torch.equal(y[b, :c], x[b, :c]) and torch.equal(y[b, c:], torch.zeros_like(y[b, c:]))
+    kern = _ragged_rows.trace(x, y, n)
+    assert kern.reads == [kern.params[2]] and "let n = min(N[pid1], X.shape1)" in kern.text()
+    (stop,) = [o.attrs["limit"] for o in kern.walk() if isinstance(o, ir.Op) and o.name == "mask_rows"]
+    assert ir.evaluate(stop, {"X.shape1": 40, "pid1": 1}) == 40  # no tensor here: the bound
+    assert ir.evaluate(stop, {"X.shape1": 40, "pid1": 1, ir.read_key(kern.params[2]): n}) == 5
+    with pytest.raises(IndexError, match=r"N\[pid1\] at \(3,\) is outside N of shape \(3,\)"):
+        ir.evaluate(stop, {"X.shape1": 40, "pid1": 3, ir.read_key(kern.params[2]): n})
+
+
+def test_read_errors_name_what_is_wrong():
+    def trace(body, n=torch.zeros(2, dtype=torch.int32)):
+        @tiles.kernel
+        def bad(k, X, N):
+            body(k, X, N)
+            k.grid(1) if not getattr(k, "_grid", None) else None
+
+        with pytest.raises(TileError) as e:
+            bad.trace(_t(2, 4), n)
+        return str(e.value)
+
+    assert "N must be an int32 tensor, got f32" in trace(lambda k, X, N: k.read(N, 0, bound=4), torch.zeros(2))
+    assert "N has 1 axes; give one index for each, got 2" in trace(lambda k, X, N: k.read(N, 0, 1, bound=4))
+    assert "negative index -1 into N" in trace(lambda k, X, N: k.read(N, -1, bound=4))
+    assert "bound= is a size the host knows" in trace(lambda k, X, N: k.read(N, 0, bound=k.program_id(0)))
+    assert "reads an element of a tensor parameter" in trace(lambda k, X, N: k.read(3, 0, bound=4))
+    assert "the grid is sized on the host" in trace(lambda k, X, N: k.grid(k.read(N, 0, bound=X.shape[0])))
+
+
+def test_read_is_refused_where_a_lowering_cannot_spell_it():
+    """Only the attention forward's lowerings spell k.read; a kernel that reads a tensor elsewhere (a SIMT
+    kernel here) is refused on the GPU backends with the reason, not lowered wrong."""
+    from tiles.backends.hopper.lower_simt import SimtLowering
+    from tiles.core.lowering import LoweringError
+
+    kern = _ragged_rows.trace(_t(3, 40, 16), _t(3, 40, 16), torch.zeros(3, dtype=torch.int32))
+    with pytest.raises(LoweringError, match=r"reads elements of N \(k.read\), which this lowering"):
+        SimtLowering(kern)

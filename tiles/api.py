@@ -52,7 +52,7 @@ ATTENTION_BWD = ("attention_bwd_prep", "attention_bwd_dkdv", "attention_bwd_dq")
 
 
 def _attention_fwd_impl(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float,
-                   backend: str) -> tuple[torch.Tensor, torch.Tensor]:
+                        backend: str, cache_seqlens: Optional[torch.Tensor] = None) -> tuple[torch.Tensor, torch.Tensor]:
     for n, t in (("q", q), ("k", k), ("v", v)):
         validate.aligned(n, t)
     B, Sq, H, D = q.shape
@@ -62,8 +62,9 @@ def _attention_fwd_impl(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causa
         return out, lse
     if k.shape[1] == 0:  # no keys at all: every row is fully masked
         return out.zero_(), lse.fill_(float("inf"))
+    lens = () if cache_seqlens is None else (cache_seqlens,)  # KLen: each sequence's key count
     _launch(backend, attention_fwd, dict(D=D, causal=causal, Sq=Sq, Sk=k.shape[1]),
-            q, k, v, out, lse, scale, causal=causal, D=D)
+            q, k, v, out, lse, scale, *lens, causal=causal, D=D)
     return out, lse
 
 
@@ -71,7 +72,7 @@ _attention_fwd = torch.library.custom_op("tiles::attention_fwd", _attention_fwd_
 
 
 @_attention_fwd.register_fake
-def _(q, k, v, causal, scale, backend):
+def _(q, k, v, causal, scale, backend, cache_seqlens=None):
     B, Sq, H, D = q.shape
     return q.new_empty(q.shape), q.new_empty((B, H, Sq), dtype=torch.float32)  # contiguous, as the real op's
 
@@ -114,7 +115,7 @@ def _(do, q, k, v, out, lse, dlse, causal, scale, backend):
 
 
 def _attn_setup(ctx, inputs, output):
-    q, k, v, causal, scale, backend = inputs
+    q, k, v, causal, scale, backend, _ = inputs  # a call with cache_seqlens needs no gradient (attention())
     out, lse = output
     ctx.save_for_backward(q, k, v, out, lse)
     ctx.causal, ctx.scale, ctx.backend = causal, scale, backend
@@ -136,7 +137,7 @@ def _attn_backward(ctx, dout, dlse):
         dq, dk, dv = bwd(dout, q, k, v, out, lse, dlse, ctx.causal, ctx.scale, ctx.backend)
     if second:
         dq, dk, dv = _first_order("tiles.attention", dq, dk, dv)
-    return dq, dk, dv, None, None, None
+    return dq, dk, dv, None, None, None, None
 
 
 def _first_order(op: str, *grads):
@@ -153,7 +154,7 @@ _attention_fwd.register_autograd(_attn_backward, setup_context=_attn_setup)
 
 
 def attention(q, k, v, causal: bool = False, scale: Optional[float] = None, backend: Optional[str] = None,
-              return_lse: bool = False):
+              return_lse: bool = False, cache_seqlens=None):
     """Scaled dot-product attention, FlashAttention's layout.
 
     q: (batch, seq_q, heads, head_dim); k, v: (batch, seq_k, kv_heads, head_dim), kv_heads dividing
@@ -170,23 +171,37 @@ def attention(q, k, v, causal: bool = False, scale: Optional[float] = None, back
     64 query rows a sequence (decode, speculative decoding), the query heads of a key / value head run as
     the rows of one head, which reads the cache once for all of them; causal (from 1024 keys seen by every
     row), those keys run so and the last seq_q - 1 keys in a second call, merged by the log-sum-exp.
-    Every sequence of a batch has seq_k keys: a cache sliced to its length (k_cache[:, :L]) is read in
-    place, and a batch of ragged lengths runs as one call per length.
+
+    `cache_seqlens`: a KV cache of ragged lengths, (batch,) int32 or int64 on q's device (or the CPU).
+    Sequence b then attends the first cache_seqlens[b] of its seq_k keys (k and v are the cache, allocated
+    for the longest), and causal aligns its rows bottom-right to those keys; a sequence of 0 keys gives
+    zeros (LSE +inf). Each program reads its count on the device, so one CUDA graph serves every step of
+    a decode loop whose counts change in place. The counts must lie in [0, seq_k]: checked on the host (one
+    synchronization) except under CUDA graph capture or torch.compile, where a count outside is clamped to
+    that range. Forward only: with cache_seqlens, q, k and v may not require grad. Without it, every
+    sequence has seq_k keys, and a cache sliced to its length (k_cache[:, :L]) is read in place.
     """
     q, k, v, scale, device = validate.attention(q, k, v, causal, scale, backend)
     validate.flag("return_lse", return_lse)
+    B, Sq, H, D = q.shape
+    Sk, Hkv = k.shape[1], k.shape[2]
+    lens = None
+    if cache_seqlens is not None:
+        lens = validate.cache_seqlens(cache_seqlens, B, Sk, device)
+        if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
+            raise ValueError("attention with cache_seqlens is forward only (decode, prefill into a cache): q, k and v "
+                             "may not require grad; call it under torch.no_grad(), or slice each sequence's keys "
+                             "and call it without cache_seqlens for gradients")
     needs = ATTENTION_FWD + (ATTENTION_BWD if any(t.requires_grad for t in (q, k, v)) else ())
     b = backends.resolve(backend, device, needs)
     for n, t in (("q", q), ("k", k), ("v", v)):
         validate.index_range(n, t, b.max_index)
-    B, Sq, H, D = q.shape
-    Sk, Hkv = k.shape[1], k.shape[2]
     if Sq == 1:  # decode: aligned bottom-right, the one query row sees every key, so the mask is void
         causal = False
-    if _groups(Sq, Sk, H, Hkv, causal):
-        out, lse = _grouped(q, k, v, causal, scale, b.name)
+    if _groups(Sq, Sk, H, Hkv, causal, lens is not None):
+        out, lse = _grouped(q, k, v, causal, scale, b.name, lens)
     else:
-        out, lse = _fwd(q, k, v, causal, scale, b.name)
+        out, lse = _fwd(q, k, v, causal, scale, b.name, lens)
     return (out, lse) if return_lse else out
 
 
@@ -202,28 +217,32 @@ GROUPED_ROWS = 64
 GROUPED_CAUSAL_KEYS = 1024
 
 
-def _groups(Sq: int, Sk: int, H: int, Hkv: int, causal: bool) -> bool:
+def _groups(Sq: int, Sk: int, H: int, Hkv: int, causal: bool, ragged: bool = False) -> bool:
     if Hkv == H or Sq > GROUPED_ROWS or Sk == 0:
+        return False
+    if causal and ragged:  # the keys every row sees end at each sequence's own count: no one slice holds them
         return False
     return not causal or Sk - Sq + 1 >= max(GROUPED_CAUSAL_KEYS, 1)  # the grouped call has a key for every row
 
 
-def _fwd(q, k, v, causal, scale, backend):
-    fwd = _attention_fwd_impl if _direct(q, k, v) else _attention_fwd
-    return fwd(q, k, v, causal, scale, backend)
+def _fwd(q, k, v, causal, scale, backend, lens=None):
+    tensors = (q, k, v) + (() if lens is None else (lens,))
+    fwd = _attention_fwd_impl if _direct(*tensors) else _attention_fwd
+    return fwd(q, k, v, causal, scale, backend, lens)
 
 
-def _grouped(q, k, v, causal, scale, backend):
+def _grouped(q, k, v, causal, scale, backend, lens=None):
     """The forward with GQA's query heads as rows: (out, lse) as the call on q as given would return them.
 
     Causal, row s (of Sq) sees keys up to Sk - Sq + s: the first Sk - Sq + 1 keys are seen by every row, so
     they take one grouped call without a mask. The last Sq - 1 keys take a causal call on the rows as given
     (bottom-right over those keys, row s sees the first s of them: the same mask), and the two merge by
-    their log-sum-exp, as the kernels merge the parts of a split key range."""
+    their log-sum-exp, as the kernels merge the parts of a split key range. With `lens` (each sequence's
+    key count; not causal) the grouped rows of a sequence share its count, as its query heads do."""
     B, Sq, H, D = q.shape
     Sk, Hkv = k.shape[1], k.shape[2]
     seen = Sk - Sq + 1 if causal else Sk
-    out, lse = _fwd(_grouped_rows(q, Hkv), k[:, :seen], v[:, :seen], False, scale, backend)
+    out, lse = _fwd(_grouped_rows(q, Hkv), k[:, :seen], v[:, :seen], False, scale, backend, lens)
     out, lse = _ungrouped(out, lse, Sq, H)
     if seen < Sk:
         out, lse = _merge(out, lse, *_fwd(q, k[:, seen:], v[:, seen:], True, scale, backend))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 
 import torch
 
@@ -171,6 +172,31 @@ def attention(q, k, v, causal, scale_, backend_name):
         aligned(n, t)
         strides(n, t)
     return q, k, v, scale(scale_, D), device
+
+
+def cache_seqlens(lens, batch: int, seq_k: int, device):
+    """Each sequence's key count for attention over a cache of ragged lengths: a (batch,) tensor of
+    int32 or int64 on q's device (a CPU tensor is copied there), as int32. Its values must lie in
+    [0, seq_k]: checked on the host (one synchronization with the device) except while a CUDA graph
+    is captured or torch.compile traces, where the kernels clamp a value outside to that range."""
+    lens = as_tensor("cache_seqlens", lens)
+    if lens.dtype not in (torch.int32, torch.int64):
+        raise TypeError(f"cache_seqlens must be an int32 or int64 tensor, got {lens.dtype}")
+    if tuple(lens.shape) != (batch,):
+        raise ValueError(f"cache_seqlens must have one key count per sequence, shape ({batch},); got {tuple(lens.shape)}")
+    if lens.requires_grad:
+        raise ValueError("cache_seqlens holds counts: it cannot require grad")
+    on_host = lens.device.type == "cpu"
+    if lens.device != device and not on_host:
+        raise ValueError(f"cache_seqlens is on {lens.device}, q on {device}: pass it on q's device (or on the CPU)")
+    capturing = device.type == "cuda" and torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
+    compiling = "torch._dynamo" in sys.modules and torch.compiler.is_compiling()
+    if batch and not compiling and (on_host or not capturing):
+        lo, hi = (int(x) for x in torch.aminmax(lens))
+        if lo < 0 or hi > seq_k:
+            raise ValueError(f"cache_seqlens must lie in [0, {seq_k}] (the keys k holds a sequence); got values from "
+                             f"{lo} to {hi}")
+    return lens.to(device=device, dtype=torch.int32).contiguous()
 
 
 def gemm(a, b, out_dtype):

@@ -31,13 +31,14 @@ def t(*shape, dtype=torch.bfloat16):
     return torch.empty(shape, dtype=dtype, device="meta")
 
 
-def lower(arch="gfx942", D=128, causal=True, dtype=torch.bfloat16, out=None, H=8, Hkv=2, **tiles):
+def lower(arch="gfx942", D=128, causal=True, dtype=torch.bfloat16, out=None, H=8, Hkv=2, ragged=False, **tiles):
     q = t(2, 1000, H, D, dtype=dtype)
     kv = t(2, 1500, Hkv, D, dtype=dtype)
     lse = t(2, H, 1000, dtype=torch.float32)
     cfg = {**backends.get("cdna").config("attention_fwd", arch=arch, D=D), **tiles}
+    lens = (t(2, dtype=torch.int32),) if ragged else ()  # KLen: each sequence's key count
     return backends.get("cdna").lower(SUITE["attention_fwd"], q, kv, kv, t(2, 1000, H, D, dtype=out or dtype), lse, D**-0.5,
-                                      causal=causal, D=D, arch=arch, **cfg)
+                                      *lens, causal=causal, D=D, arch=arch, **cfg)
 
 
 @functools.lru_cache(maxsize=None)
@@ -85,6 +86,23 @@ def test_attention_isa_and_resources(arch, clang, D, causal):
     assert r.vgpr_total <= 256 and res["occupancy"] >= 2, r.summary()  # 8 waves: 2 per SIMD
     assert res["lds"] == cfg.lds_bytes <= LDS_LIMIT[arch]
     assert r.notes["private_segment_fixed_size"] == 0 and r.notes["group_segment_fixed_size"] == cfg.lds_bytes
+
+
+@pytest.mark.parametrize("arch,clang", [("gfx942", 22), ("gfx950", 22)])
+@pytest.mark.parametrize("D,causal", [(128, True), (64, False)])
+def test_ragged_cache_reads_its_count_once_spill_free(arch, clang, D, causal):
+    """The forward reading each sequence's key count (KLen[b]) declares it once after the program ids and
+    keeps the plain kernel's resources: no spill, the same LDS, at most 8 more VGPRs, the same MFMAs."""
+    need_clang(clang)
+    low = lower(arch, D, causal, ragged=True)
+    assert low.source.count("KLen[pid2 * KLen_stride0]") == 1 and "const int seq_k = imax(imin(KLen[pid2 * KLen_stride0], K_shape1), 0);" in low.source
+    r = cc.compile_hip(low.source, arch, clang)
+    _, plain = compiled(arch, clang, D, causal)
+    res = r.resources
+    assert res["scratch"] == 0 and res["vgpr_spill"] == 0 and res["sgpr_spill"] == 0, r.summary()
+    assert res["lds"] == plain.resources["lds"] and r.vgpr_total <= plain.vgpr_total + 8, (r.summary(), plain.summary())
+    assert {m: n for m, n in r.counts.items() if m.startswith("v_mfma")} == {
+        m: n for m, n in plain.counts.items() if m.startswith("v_mfma")}
 
 
 @pytest.mark.parametrize("arch,clang", TOOLCHAINS)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.portability.reference import check_attention_fwd
+from tests.portability.reference import check_attention_fwd, check_attention_fwd_ragged
 from tiles.backends.cdna import schedule as S
 from tiles.backends.cdna.lower_attention import CDNAAttentionLowering, default_tiles
 from tiles.kernels import SUITE
@@ -26,6 +26,7 @@ DRIVER = r'''
 static std::vector<uint16_t> Qh, Kh, Vh;
 static std::vector<unsigned char> Oh;
 static std::vector<float> Lh;
+static std::vector<int> KL{KLEN};  // each sequence's key count (attention_fwd's KLen), where it reads one
 static void body() { CALL; }
 static void readf(const char* p, void* d, size_t n) { FILE* f = fopen(p, "rb"); if (!f || fread(d, 1, n, f) != n) { fprintf(stderr, "read %s\n", p); exit(2); } fclose(f); }
 int main(int argc, char** argv) {
@@ -42,7 +43,8 @@ int main(int argc, char** argv) {
 TORCH = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
 
 
-def emulate_attention(tmp_path, arch, dtype, out_dtype, B, Sq, Sk, H, Hkv, D, causal, seed=0, check_registers=True, **tiles):
+def emulate_attention(tmp_path, arch, dtype, out_dtype, B, Sq, Sk, H, Hkv, D, causal, seed=0, check_registers=True,
+                      lens=None, **tiles):
     torch.manual_seed(seed)
     dt = TORCH[dtype]
     q = torch.randn(B, Sq, H, D).to(dt)
@@ -52,14 +54,15 @@ def emulate_attention(tmp_path, arch, dtype, out_dtype, B, Sq, Sk, H, Hkv, D, ca
     lse = torch.empty(B, H, Sq, dtype=torch.float32)
     scale = D ** -0.5
     cfg = {**default_tiles(arch, D), **tiles}
-    kern = SUITE["attention_fwd"].trace(q, k, v, o, lse, scale, causal=causal, D=D, **cfg)
+    extra = () if lens is None else (lens,)
+    kern = SUITE["attention_fwd"].trace(q, k, v, o, lse, scale, *extra, causal=causal, D=D, **cfg)
     low = CDNAAttentionLowering(kern, arch, check_registers=check_registers).lower()
-    tensors = {"Q": q, "K": k, "V": v, "O": o, "L": lse}
+    tensors = {"Q": q, "K": k, "V": v, "O": o, "L": lse, "KLen": lens}
     call = []
     for kind, x in low.args:
         if kind == "ptr":
             call.append({"Q": "Qh.data()", "K": "Kh.data()", "V": "Vh.data()", "O": f"({'float' if out_dtype == 'f32' else 'u16'}*)Oh.data()",
-                         "L": "Lh.data()"}[x.name])
+                         "L": "Lh.data()", "KLen": "KL.data()"}[x.name])
         elif kind in ("dim", "stride"):
             pname, attr = x.name.split(".")
             t = tensors[pname]
@@ -72,7 +75,7 @@ def emulate_attention(tmp_path, arch, dtype, out_dtype, B, Sq, Sk, H, Hkv, D, ca
     with open(drv, "w") as f:
         f.write(DRIVER)
     defines = [f"CALL=kern({', '.join(call)})", f"NQ={q.numel()}", f"NK={k.numel()}", f"NL={lse.numel()}", f"GRID={grid}",
-               f"OUT_BYTES={o.element_size()}"]
+               f"OUT_BYTES={o.element_size()}", f"KLEN={'0' if lens is None else ','.join(map(str, lens.tolist()))}"]
     exe = build_host(src, 950 if arch == "gfx950" else 942, defines, main=drv)
     paths = [os.path.join(tmp_path, n) for n in ("q.bin", "k.bin", "v.bin", "out.bin")]
     for t, p in zip((q, k, v), paths):
@@ -112,6 +115,27 @@ def test_emulated_attention_matches_reference(tmp_path, arch, dtype, out, B, Sq,
             n = max(min(n, -(-(qb * BM + BM + Sk - Sq) // BN)), 0)
         want += S.barrier_counts(low.notes["schedule_obj"], n)[0]
     assert barriers == 512 * want * H * B
+
+
+RAGGED = [
+    # arch, dtype, B, Sq, Sk (the cache's rows), H, Hkv, D, causal, each sequence's key count
+    ("gfx942", "bf16", 4, 3, 300, 4, 1, 64, False, [300, 129, 1, 0]),    # decode rows: a full cache, a tail, none
+    ("gfx942", "bf16", 3, 70, 260, 2, 2, 128, True, [260, 64, 700]),     # causal per sequence; a count past the cache
+    ("gfx950", "f16", 2, 5, 200, 2, 1, 128, True, [3, -4]),              # rows before their keys; a negative count
+]
+
+
+@pytest.mark.parametrize("arch,dtype,B,Sq,Sk,H,Hkv,D,causal,lens", RAGGED)
+def test_emulated_ragged_cache_matches_reference(tmp_path, arch, dtype, B, Sq, Sk, H, Hkv, D, causal, lens):
+    """Each program reads its sequence's key count (KLen[b], clamped to the cache's rows and to 0): its
+    loop stops there, its mask and the causal alignment follow it; the rows of each sequence against
+    float64 over its own keys."""
+    lens = torch.tensor(lens, dtype=torch.int32)
+    q, k, v, o, lse, scale, _, low, _ = emulate_attention(str(tmp_path), arch, dtype, dtype, B, Sq, Sk, H, Hkv, D,
+                                                           causal, lens=lens)
+    assert "const int seq_k = " in low.source and "KLen[pid2 * KLen_stride0]" in low.source
+    assert not torch.isnan(o.float()).any(), "a query row was never written"
+    check_attention_fwd_ragged(o, lse, q, k, v, lens, causal, scale)
 
 
 def test_emulated_attention_mf32_tile(tmp_path):

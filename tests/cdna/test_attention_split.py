@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.portability.reference import check_attention_fwd
+from tests.portability.reference import check_attention_fwd, check_attention_fwd_ragged
 from tiles.backends.cdna import compile as cc
 from tiles.backends.cdna.lower_attention import MERGE_THREADS, CDNAAttentionLowering, default_tiles
 from tiles.core import split
@@ -33,6 +33,7 @@ DRIVER = r'''
 static std::vector<uint16_t> Qh, Kh, Vh;
 static std::vector<float> WSO, WSL, Lh;
 static std::vector<unsigned char> Oh;
+static std::vector<int> KL{KLEN};  // each sequence's key count (attention_fwd's KLen), where it reads one
 static void body() { CALL; }
 static void merge() { MERGE; }
 static void readf(const char* p, void* d, size_t n) { FILE* f = fopen(p, "rb"); if (!f || fread(d, 1, n, f) != n) { fprintf(stderr, "read %s\n", p); exit(2); } fclose(f); }
@@ -53,30 +54,32 @@ int main(int argc, char** argv) {
 '''
 
 
-def lower_split(arch, out, B, Sq, Sk, H, Hkv, D, causal, dtype="bf16"):
+def lower_split(arch, out, B, Sq, Sk, H, Hkv, D, causal, dtype="bf16", ragged=False):
     dt = TORCH[dtype]
     q, o = torch.empty(B, Sq, H, D, dtype=dt), torch.empty(B, Sq, H, D, dtype=torch.float32)
     k = torch.empty(B, Sk, Hkv, D, dtype=dt)
     lse = torch.empty(B, H, Sq, dtype=torch.float32)
-    kern = SUITE["attention_fwd"].trace(q, k, k, o, lse, D ** -0.5, causal=causal, D=D, **default_tiles(arch, D))
+    extra = (torch.empty(B, dtype=torch.int32),) if ragged else ()
+    kern = SUITE["attention_fwd"].trace(q, k, k, o, lse, D ** -0.5, *extra, causal=causal, D=D, **default_tiles(arch, D))
     return CDNAAttentionLowering(kern, arch, split=out).lower()
 
 
-def emulate(tmp_path, arch, dtype, out, B, Sq, Sk, H, Hkv, D, causal, parts, crafted=None, seed=0):
+def emulate(tmp_path, arch, dtype, out, B, Sq, Sk, H, Hkv, D, causal, parts, crafted=None, seed=0, lens=None):
     """(q, k, v, O, L, low) of the split kernel in `parts` parts and its merge, run on the CPU; with
-    `crafted` = (ws_o, ws_l), the merge alone on those parts."""
+    `crafted` = (ws_o, ws_l), the merge alone on those parts; with `lens`, each sequence's key count."""
     torch.manual_seed(seed)
     dt = TORCH[dtype]
     q = torch.randn(B, Sq, H, D).to(dt)
     k, v = torch.randn(B, Sk, Hkv, D).to(dt), torch.randn(B, Sk, Hkv, D).to(dt)
     ws = torch.empty(B, Sq, H, D, dtype=torch.float32)  # one part's slice: the strides the kernel reads
     lse = torch.empty(B, H, Sq, dtype=torch.float32)
-    low = lower_split(arch, out, B, Sq, Sk, H, Hkv, D, causal, dtype)
-    tensors = {"Q": q, "K": k, "V": v, "O": ws, "L": lse}
+    low = lower_split(arch, out, B, Sq, Sk, H, Hkv, D, causal, dtype, ragged=lens is not None)
+    tensors = {"Q": q, "K": k, "V": v, "O": ws, "L": lse, "KLen": lens}
     call = []
     for kind, x in low.args:
         if kind == "ptr":
-            call.append({"Q": "Qh.data()", "K": "Kh.data()", "V": "Vh.data()", "O": "WSO.data()", "L": "WSL.data()"}[x.name])
+            call.append({"Q": "Qh.data()", "K": "Kh.data()", "V": "Vh.data()", "O": "WSO.data()", "L": "WSL.data()",
+                         "KLen": "KL.data()"}[x.name])
         elif kind in ("dim", "stride"):
             pname, attr = x.name.split(".")
             t = tensors[pname]
@@ -94,7 +97,8 @@ def emulate(tmp_path, arch, dtype, out, B, Sq, Sk, H, Hkv, D, causal, parts, cra
         f.write(DRIVER)
     defines = [f"CALL=kern({', '.join(call)})", f"MERGE={merge}", f"NQ={q.numel()}", f"NK={k.numel()}",
                f"NL={lse.numel()}", f"GRID={grid}", f"PARTS={parts}", f"OUT_BYTES={o.element_size()}",
-               f"MT={MERGE_THREADS}", f"RUN_KERNEL={int(crafted is None)}"]
+               f"MT={MERGE_THREADS}", f"RUN_KERNEL={int(crafted is None)}",
+               f"KLEN={'0' if lens is None else ','.join(map(str, lens.tolist()))}"]
     exe = build_host(low.source.replace(low.entry, "kern"), 950 if arch == "gfx950" else 942, defines, main=drv)
     paths = [os.path.join(tmp_path, n) for n in ("q.bin", "k.bin", "v.bin", "out.bin")]
     for t, p in zip((q, k, v) if crafted is None else crafted, paths):
@@ -121,6 +125,16 @@ def test_split_attention_matches_reference(tmp_path, arch, dtype, out, B, Sq, Sk
     q, k, v, o, lse, _ = emulate(str(tmp_path), arch, dtype, out, B, Sq, Sk, H, Hkv, D, causal, parts)
     assert not torch.isnan(o.float()).any(), "an output element was never written"
     check_attention_fwd(o, lse, q, k, v, causal, D ** -0.5)
+
+
+def test_split_ragged_cache_matches_reference(tmp_path):
+    """A decode batch of ragged cache lengths, cut along the keys: every part takes its share of its own
+    sequence's key blocks (the short sequences' later parts see no key and carry no weight in the merge)."""
+    lens = torch.tensor([700, 65, 0, 383], dtype=torch.int32)
+    q, k, v, o, lse, low = emulate(str(tmp_path), "gfx942", "bf16", "bf16", 4, 2, 700, 4, 1, 64, False, 6, lens=lens)
+    assert "const int seq_k = " in low.source
+    assert not torch.isnan(o.float()).any(), "an output element was never written"
+    check_attention_fwd_ragged(o, lse, q, k, v, lens, False, 64 ** -0.5)
 
 
 def test_merge_follows_merge_lse(tmp_path):

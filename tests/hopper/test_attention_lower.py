@@ -38,9 +38,11 @@ def _meta(*shape, dtype=torch.bfloat16):
     return torch.empty(shape, dtype=dtype, device="meta")
 
 
-def _lower(D=128, causal=True, dtype=torch.bfloat16, options=None, kernel="fwd", launched=False, **over):
+def _lower(D=128, causal=True, dtype=torch.bfloat16, options=None, kernel="fwd", launched=False, ragged=False,
+           **over):
     """The lowering of one attention kernel; `launched`: with the tile sizes and schedule options the
-    backend launches it with (WarpSpecializedLowering.config / SCHEDULES)."""
+    backend launches it with (WarpSpecializedLowering.config / SCHEDULES); `ragged`: the forward reading
+    each sequence's key count from a tensor (KLen)."""
     if launched:
         name = {"fwd": "attention_fwd", "dq": "attention_bwd_dq", "dkdv": "attention_bwd_dkdv",
                 "fused": "attention_bwd_fused"}[kernel]
@@ -57,7 +59,8 @@ def _lower(D=128, causal=True, dtype=torch.bfloat16, options=None, kernel="fwd",
     elif kernel == "dq":
         k = attention_bwd_dq.trace(q, kv, kv, q, lse, lse, q, D ** -0.5, causal=causal, D=D, **over)
     else:
-        k = attention_fwd.trace(q, kv, kv, q, lse, D ** -0.5, causal=causal, D=D, **over)
+        lens = (_meta(2, dtype=torch.int32),) if ragged else ()
+        k = attention_fwd.trace(q, kv, kv, q, lse, D ** -0.5, *lens, causal=causal, D=D, **over)
     return WarpSpecializedLowering(k, **(options or {})).lower()
 
 
@@ -84,6 +87,10 @@ CASES = {
     # dK, dV and dQ in one pass: dS through shared memory, dQᵀ = Kᵀ dSᵀ (A transposed from shared
     # memory), added into dQacc by TMA reduce
     "fused_d128_causal_launched": dict(D=128, causal=True, kernel="fused", launched=True),
+    # a KV cache of ragged lengths: each program reads its sequence's key count (KLen[b]) once
+    "fwd_d128_causal_ragged_launched": dict(D=128, causal=True, launched=True, ragged=True),
+    "fwd_d64_ragged_split": dict(D=64, causal=False, launched=True, ragged=True,
+                                 options={"split_tail": True, "tma_store": False}),
 }
 
 
@@ -324,16 +331,19 @@ def test_bwd_dkdv_holds_scores_transposed(D):
         assert "[hoisted:" not in src and "mma_wait<1>(s);" in src
 
 
-@pytest.mark.parametrize("kernel", ["fwd", "dq", "dkdv", "fused"])
+@pytest.mark.parametrize("kernel", ["fwd", "dq", "dkdv", "fused", "fwd_ragged"])
 @pytest.mark.parametrize("options", [None, {"split_tail": True}], ids=["plain", "split"])
 def test_signature_holds_what_the_code_reads_in_the_launch_order(kernel, options):
     """Sizes and strides no statement reads (those of tensors that only TMA maps read, a head_dim fixed
     at trace time) are left out of the kernel's parameters and of the launch's arguments alike: the
     signature and Lowered.args stay the same list, in the same order, and every size left is read."""
     import re
-    if options and kernel != "fwd":
+    if options and not kernel.startswith("fwd"):
         pytest.skip("the split tail is the forward's")
-    low = _lower(D=128, causal=False, kernel=kernel, launched=True, **({"options": {**options, "peel": True}} if options else {}))
+    ragged = kernel == "fwd_ragged"
+    low = _lower(D=128, causal=False, kernel=kernel.split("_")[0], launched=True, ragged=ragged,
+                 **({"options": {**options, "peel": True}} if options else {}))
+    assert ("const int* __restrict__ KLen" in low.source) == ragged
     head = low.source.split(f"{low.entry}(", 1)[1].split(") {", 1)[0]
     params = [p.strip().split()[-1] for p in head.split(",\n")]
     names = {"tma": lambda a: a[1], "tma_vec": lambda a: a[1], "ptr": lambda a: a[1].name,

@@ -62,3 +62,17 @@ def check_attention_fwd(out, lse, q, k, v, causal, scale):
         if fin.any():
             rel = ((lse.double()[fin] - ref_lse[fin]).abs() / ref_lse[fin].abs().clamp_min(1.0)).max().item()
             assert rel <= 1e-3, f"LSE relative error {rel:.2e}"
+
+
+def check_attention_fwd_ragged(out, lse, q, k, v, lens, causal, scale):
+    """check_attention_fwd for each sequence b on its first lens[b] keys (clamped to the cache's rows):
+    the causal mask aligned bottom-right to them, a sequence with no key all zeros and LSE = +inf."""
+    for b, n in enumerate(lens.tolist()):
+        n = max(0, min(int(n), k.shape[1]))
+        if n == 0:
+            assert torch.equal(out[b].float(), torch.zeros_like(out[b].float())), f"sequence {b} has no key: zeros"
+            if lse is not None:
+                assert torch.isinf(lse[b]).all() and (lse[b] > 0).all(), f"sequence {b} has no key: LSE = +inf"
+            continue
+        check_attention_fwd(out[b:b + 1], None if lse is None else lse[b:b + 1], q[b:b + 1], k[b:b + 1, :n],
+                            v[b:b + 1, :n], causal, scale)

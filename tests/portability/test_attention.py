@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import tiles
-from reference import attention_ref, check_attention_fwd, fl, max_err
+from reference import attention_ref, check_attention_fwd, check_attention_fwd_ragged, fl, max_err
 
 # (B, Sq, Sk, H, Hkv, D): tails, Sq != Sk both ways, length 1, GQA ratios, MQA, batch > 1.
 SHAPES = [
@@ -101,6 +101,29 @@ def test_few_rows(backend, monkeypatch, Sq, H, Hkv, D, causal):
     do, dl = torch.randn(q.shape, generator=g).to(device), torch.randn(2, H, Sq, generator=g).to(device)
     check_grads(name, q, k, v, causal, D ** -0.5,
                 lambda out, lse: (out * do.to(out.dtype)).sum() + (lse * dl.to(lse.dtype)).sum())
+
+
+@pytest.mark.parametrize("Sq,H,Hkv,D,causal", [(1, 8, 2, 128, True), (4, 8, 2, 64, False), (4, 4, 1, 64, True),
+                                              (130, 2, 2, 128, True)],
+                         ids=["decode-gqa4", "4rows-gqa4", "4rows-mqa-causal", "130rows-mha-causal"])
+def test_ragged_cache(backend, Sq, H, Hkv, D, causal):
+    """A KV cache of ragged lengths (cache_seqlens): each sequence attends its own first keys of the
+    cache, causal aligned to them; a sequence of no key gives zeros and LSE +inf, a full one the whole
+    cache. The keys past a sequence's count hold large values (a stale cache), far off the answer if
+    read. Then the counts change in place and the same call reads the new ones."""
+    name, device = backend
+    B, Sk = 4, 300
+    q, k, v = _inputs(B, Sq, Sk, H, Hkv, D, torch.bfloat16, device, seed=8)
+    lens = torch.tensor([Sk, 129, 0, 1], dtype=torch.int32, device=device)
+    for b, n in enumerate(lens.tolist()):
+        k[b, n:], v[b, n:] = 8.0, -300.0
+    out, lse = tiles.attention(q, k, v, causal=causal, backend=name, return_lse=True, cache_seqlens=lens)
+    assert out.shape == q.shape and lse.shape == (B, H, Sq)
+    assert not torch.isnan(out).any() and not torch.isnan(lse).any()
+    check_attention_fwd_ragged(out, lse, q, k, v, lens, causal and Sq > 1, D ** -0.5)
+    lens.copy_(torch.tensor([5, 0, 64, 2], dtype=torch.int32))
+    out = tiles.attention(q, k, v, causal=causal, backend=name, cache_seqlens=lens)
+    check_attention_fwd_ragged(out, None, q, k, v, lens, causal and Sq > 1, D ** -0.5)
 
 
 def test_fully_masked_rows_are_zero_with_finite_grads(backend):

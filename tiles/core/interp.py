@@ -297,8 +297,10 @@ def _split_program(kernel, merge, tensors, sym, device, pid, parts):
 def run(kernel: ir.Kernel, tensors: dict, sym: dict, device, parts: int = 1) -> None:
     """Run every program of the grid. `tensors` maps parameter names to torch tensors (written in
     place by stores); `sym` holds the run-time scalars (dims, strides, float args). parts > 1 runs
-    each program's pipelined loop in that many parts and merges them (the loop's merge= declaration)."""
+    each program's pipelined loop in that many parts and merges them (the loop's merge= declaration).
+    The tensors a kernel reads elements of (k.read) join `sym`, on the CPU: each read is a number."""
     grid = [evaluate(g, sym) for g in kernel.grid]
+    sym = dict(sym, **{ir.read_key(p): tensors[p.name].detach().cpu() for p in kernel.reads})
     if any(g < 0 for g in grid):
         raise ValueError(f"{kernel.name}: negative grid {grid}")
     loop = kernel.main_loop()

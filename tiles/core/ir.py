@@ -103,6 +103,26 @@ class Bin(Expr):
         return self.op == "/" or self.a.is_float or self.b.is_float
 
 
+@dataclass(eq=False)
+class Read(Expr):
+    """An integer element of a tensor parameter, read by the program at run time (k.read): a sequence's
+    own length in a batch of ragged ones. The host never reads device memory to plan a launch, so it
+    plans with `bound`, an expression of sizes no larger than any value the read may take in the kernel
+    (where the kernel clamps the read, k.min(read, bound) says so)."""
+
+    param: "Param"
+    index: tuple  # one Expr per axis of param
+    bound: Expr
+
+    def text(self) -> str:
+        return f"{self.param.name}[{', '.join(render(x, labels=True) for x in self.index)}]"
+
+
+def read_key(param) -> str:
+    """The key under which an evaluation's environment holds a read tensor's values (see evaluate)."""
+    return f"{param.name}[]"
+
+
 def as_expr(x) -> Expr:
     if isinstance(x, Expr):
         return x
@@ -123,6 +143,18 @@ def symbols(e) -> list:
         return [e]
     if isinstance(e, Bin):
         return symbols(e.a) + symbols(e.b)
+    if isinstance(e, Read):
+        return [s for x in e.index for s in symbols(x)] + symbols(e.bound)
+    return []
+
+
+def reads(e) -> list:
+    """Every Read an expression holds, in order."""
+    e = as_expr(e)
+    if isinstance(e, Read):
+        return [e] + [r for x in e.index for r in reads(x)]
+    if isinstance(e, Bin):
+        return reads(e.a) + reads(e.b)
     return []
 
 
@@ -168,27 +200,41 @@ _EVAL = {
 
 
 def evaluate(e: Expr, env: dict):
+    """The value of `e` with the symbols' values in `env`. A Read takes its element of the tensor
+    env[read_key(param)] where the environment has one (the interpreter's), else its bound (a host
+    planning a launch)."""
     if isinstance(e, Const):
         return e.value
     if isinstance(e, Sym):
         return env[e.name]
     if isinstance(e, Bin):
         return _EVAL[e.op](evaluate(e.a, env), evaluate(e.b, env))
+    if isinstance(e, Read):
+        values = env.get(read_key(e.param))
+        if values is None:
+            return evaluate(e.bound, env)
+        at = tuple(int(evaluate(x, env)) for x in e.index)
+        if any(not 0 <= i < n for i, n in zip(at, values.shape)):
+            raise IndexError(f"k.read: {e.text()} at {at} is outside {e.param.name} of shape {tuple(values.shape)}")
+        return int(values[at])
     raise TypeError(f"not an expression: {e!r}")
 
 
-def fold(e: Expr, values: Optional[dict] = None, keep_labels: bool = False) -> Expr:
+def fold(e: Expr, values: Optional[dict] = None, keep_labels: bool = False, keep=frozenset()) -> Expr:
     """`e` with the integer symbols named in `values` replaced by their values, integer constants
     folded by the C rules above (a division by a zero constant is left for the compiler to see) and,
     in integer expressions, x + 0, x - 0, x * 1 and x * 0 written as what they are. A lowering that renders a loop bound at a
     known program id gets `n` rather than `0 * 128 + n`. With `keep_labels` an expression k.let named
-    stays as it is (the IR's text says its name)."""
+    stays as it is (the IR's text says its name), as do the expressions whose ids are in `keep`."""
     if isinstance(e, Sym):
         v = (values or {}).get(e.name)
         return Const(v) if isinstance(v, int) and not e.float_ else e
-    if not isinstance(e, Bin) or keep_labels and e.label:
+    if isinstance(e, Read):
+        index = tuple(fold(x, values, keep_labels, keep) for x in e.index)
+        return e if all(a is b for a, b in zip(index, e.index)) else Read(e.param, index, e.bound)
+    if not isinstance(e, Bin) or keep_labels and e.label or id(e) in keep:
         return e
-    a, b = fold(e.a, values, keep_labels), fold(e.b, values, keep_labels)
+    a, b = fold(e.a, values, keep_labels, keep), fold(e.b, values, keep_labels, keep)
     ints = [isinstance(x, Const) and isinstance(x.value, int) and not isinstance(x.value, bool) for x in (a, b)]
     if all(ints) and e.op != "/" and not (e.op in ("//", "%", "cdiv") and b.value == 0):
         return Const(_EVAL[e.op](a.value, b.value))
@@ -206,10 +252,12 @@ def fold(e: Expr, values: Optional[dict] = None, keep_labels: bool = False) -> E
 _PREC = {"+": 1, "-": 1, "*": 2, "//": 2, "/": 2, "%": 2}
 
 
-def render(e: Expr, name: Callable[[Sym], str] = lambda s: s.name, call=None, parent=0, labels=False) -> str:
+def render(e: Expr, name: Callable[[Sym], str] = lambda s: s.name, call=None, parent=0, labels=False,
+           read: Optional[Callable[["Read"], str]] = None, declared=frozenset()) -> str:
     """Text of an expression, folded first (fold). `call(op, a, b)` spells min/max/cdiv and the integer
-    division for a target language; the default spelling is the IR's own, with `labels` the names
-    k.let gave (the IR's text form)."""
+    division for a target language, `read(r)` a tensor element a kernel reads (k.read); the default
+    spelling is the IR's own, with `labels` the names k.let gave (the IR's text form). `declared`: ids
+    of k.let's expressions that the target declares as variables, so their names stand for them."""
     if isinstance(e, Const):
         v = e.value
         if isinstance(v, float):
@@ -217,14 +265,18 @@ def render(e: Expr, name: Callable[[Sym], str] = lambda s: s.name, call=None, pa
         return str(v)
     if isinstance(e, Sym):
         return name(e)
-    if labels and isinstance(e, Bin) and e.label:
+    if isinstance(e, Read):
+        if read is None and call is not None:  # a target language without a spelling for it
+            raise TypeError(f"this renderer has no spelling for a tensor read ({e.text()})")
+        return read(fold(e)) if read is not None else e.text()
+    if isinstance(e, Bin) and e.label and (labels or id(e) in declared):
         return e.label
     if not parent:
-        e = fold(e, keep_labels=labels)
-        if not isinstance(e, Bin) or labels and e.label:
-            return render(e, name, call, parent, labels)
-    a = render(e.a, name, call, _PREC.get(e.op, 0), labels)
-    b = render(e.b, name, call, _PREC.get(e.op, 0) + 1, labels)
+        e = fold(e, keep_labels=labels, keep=declared)
+        if not isinstance(e, Bin) or e.label and (labels or id(e) in declared):
+            return render(e, name, call, parent, labels, read, declared)
+    a = render(e.a, name, call, _PREC.get(e.op, 0), labels, read, declared)
+    b = render(e.b, name, call, _PREC.get(e.op, 0) + 1, labels, read, declared)
     if e.op in ("min", "max", "cdiv"):
         return call(e.op, a, b) if call else f"{e.op}({a}, {b})"
     op = e.op
@@ -385,6 +437,7 @@ class Kernel:
     pattern: Pattern
     doc: str = ""
     lets: list = field(default_factory=list)  # the Bins k.let named, in order (the text form declares them)
+    reads: list = field(default_factory=list)  # the Params k.read reads, in order (each once)
 
     # --- queries the lowerings use
     def walk(self, nodes=None):

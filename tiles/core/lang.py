@@ -75,6 +75,7 @@ class Builder:
         self._loops = 0
         self._has_pipeline = False
         self.lets: list = []  # the expressions k.let named, in order
+        self.reads: list = []  # the tensor parameters k.read reads, in order
 
     # ---- naming: a tile takes the name of the variable it is assigned to, so the IR and the
     # generated code read like the kernel source.
@@ -132,6 +133,9 @@ class Builder:
         if self._grid is not None:
             fail("k.grid", "the grid is already set")
         self._grid = tuple(_int_expr("grid", v) for v in (x, y, z))
+        if any(ir.reads(g) for g in self._grid):
+            fail("k.grid", "the grid is sized on the host, which reads no tensor: size it by shapes (a k.read's "
+                           "bound), and let each program's loops stop at what it reads")
 
     def program_id(self, axis: int) -> Sym:
         if axis not in (0, 1, 2):
@@ -186,6 +190,30 @@ class Builder:
         return self.let(m, names[0]), self.let(n, names[1])
     min = staticmethod(ir.smin)
     max = staticmethod(ir.smax)
+
+    def read(self, tensor: "GlobalArg", *index, bound) -> ir.Read:
+        """One int32 element of `tensor`, read by each program at run time: a sequence's own length in a
+        batch of ragged ones (T[b]). Loop bounds, masks and offsets may use it; the grid may not. The host
+        plans a launch (its grid, how it cuts the loops) without reading device memory, with `bound` in
+        place of the value: a size no smaller than what the kernel uses, so clamp the read to it
+        (k.min(k.read(T, b, bound=n), n)) where the tensor's values are the caller's."""
+        if not isinstance(tensor, GlobalArg):
+            fail("k.read", f"reads an element of a tensor parameter, got {type(tensor).__name__}")
+        p = tensor.param
+        if p.dtype.name != "i32":
+            fail("k.read", f"{p.name} must be an int32 tensor, got {p.dtype.name}")
+        if len(index) != p.rank:
+            fail("k.read", f"{p.name} has {p.rank} axes; give one index for each, got {len(index)}")
+        idx = tuple(_int_expr("k.read", x) for x in index)
+        for x in idx:
+            if isinstance(x, ir.Const) and x.value < 0:
+                fail("k.read", f"negative index {x.value} into {p.name}")
+        e = ir.Read(p, idx, _int_expr("k.read bound", bound))
+        if ir.reads(e.bound) or any(s.kind not in ("dim", "stride") for s in ir.symbols(e.bound)):
+            fail("k.read", f"bound= is a size the host knows (shapes, strides, numbers), got {ir.render(e.bound)}")
+        if p not in self.reads:
+            self.reads.append(p)
+        return e
 
     # ---- loops
     def _loop(self, start, stop, pipelined, merge=None):
@@ -248,7 +276,7 @@ class Builder:
             if e.label in self._taken or e.label in loops:
                 fail("k.let", f"{e.label!r} also names a tile or a loop index of {name}: give one of them another name")
         return ir.Kernel(name, params, scalars, constexprs, self.tiles, self._grid, self.blocks[0], self.pattern, doc,
-                         lets=list(self.lets))
+                         lets=list(self.lets), reads=list(self.reads))
 
 
 class GlobalArg:

@@ -88,11 +88,21 @@ class Lowering:
     template_dir: str = ""
     # C++ spellings of the IR's scalar helpers.
     int_call = {"min": "min({a}, {b})", "max": "max({a}, {b})", "cdiv": "cdiv({a}, {b})"}
+    # whether the lowering spells k.read (a program reading a tensor's element) and passes its tensor
+    reads_tensors = False
 
     def __init__(self, kernel: ir.Kernel, arch: str):
         self.k = kernel
         self.arch = arch
         self.env = template_env(self.template_dir) if self.template_dir else None
+        # k.let's values that read a tensor (a sequence's key count): the source declares each once a
+        # program, after its program ids (declarations()), and says its name wherever it is used
+        self.declared = frozenset(id(e) for e in kernel.lets if ir.reads(e))
+        if kernel.reads and not self.reads_tensors:
+            raise LoweringError(
+                f"{self.backend}: kernel {kernel.name!r} reads elements of {', '.join(p.name for p in kernel.reads)} "
+                f"(k.read), which this lowering ({type(self).__name__}) does not spell; the attention forward's "
+                f"lowerings do, and backend='interp' runs any kernel")
 
     # ---- names
     def sym_name(self, s: Sym) -> str:
@@ -108,7 +118,27 @@ class Lowering:
                 return "/"
             return self.int_call[op].format(a=a, b=b)
 
-        return ir.render(e, self.sym_name, call)
+        return ir.render(e, self.sym_name, call, read=self.read_text, declared=self.declared)
+
+    def declarations(self, reserved=()) -> list:
+        """`const int name = value;` for each value of self.declared, in the kernel's order; a name the
+        generated code uses itself (`reserved`) is refused."""
+        lines = []
+        for e in self.k.lets:
+            if id(e) in self.declared:
+                if e.label in reserved:
+                    raise LoweringError(f"{self.backend}: kernel {self.k.name!r}: k.let names a value {e.label!r}, a "
+                                        f"name the generated code uses itself: choose another")
+                value = ir.Bin(e.op, e.a, e.b)  # the same expression, unnamed: rendered in full
+                lines.append(f"const int {e.label} = {self.expr(value)};  // let {e.label} = "
+                             f"{ir.render(value, labels=True)}")
+        return lines
+
+    def read_text(self, r: ir.Read, expr=None) -> str:
+        """C++ of a tensor element a program reads (k.read): the parameter's pointer at the index's offset."""
+        expr = expr or self.expr
+        at = " + ".join(f"{expr(x)} * {self.sym_name(r.param.strides[i])}" for i, x in enumerate(r.index))
+        return f"{r.param.name}[{at}]"
 
     def float_expr(self, e) -> str:
         if isinstance(e, Const) and isinstance(e.value, float):

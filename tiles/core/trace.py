@@ -3,6 +3,7 @@
 Arguments are classified by their Python value: tensors become global parameters (their dtype and
 rank specialize the kernel, sizes and strides stay run-time values), floats become run-time scalars,
 and everything else (bools, ints, strings) is a compile-time constant that specializes the kernel.
+None is an optional tensor left out: it specializes the kernel too, without naming it.
 """
 from __future__ import annotations
 
@@ -72,6 +73,8 @@ class KernelFn:
                 s = ir.Sym(name, "arg", float_=True)
                 scalars.append(s)
                 call_args[name] = s
+            elif v is None:  # an optional tensor left out: not a compile-time value of the kernel's name
+                call_args[name] = None
             else:
                 consts[name] = v
                 call_args[name] = v

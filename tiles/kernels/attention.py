@@ -28,16 +28,27 @@ def _kv_blocks(k, row0, BM, BN, Sq, Sk, causal):
     return k.max(k.min(n, k.cdiv(row0 + BM + Sk - Sq, BN)), 0)
 
 
+def _seq_k(k, K, KLen, b):
+    """The keys sequence b attends: all of K's rows, or (a cache of ragged lengths) the first KLen[b],
+    clamped to K's rows so that no length reads past the cache."""
+    if KLen is None:
+        return K.shape[1]
+    return k.let(k.max(k.min(k.read(KLen, b, bound=K.shape[1]), K.shape[1]), 0), "seq_k")
+
+
 @kernel(overlap=PingPong(stages=2))
-def attention_fwd(k, Q, K, V, O, L, scale, *, causal, D, BM=128, BN=128):
+def attention_fwd(k, Q, K, V, O, L, scale, KLen=None, *, causal, D, BM=128, BN=128):
     """O = softmax(scale · Q Kᵀ) V per (batch, head); L = log-sum-exp of each row (B, H, Sq) f32.
-    Query heads share key/value heads in groups of H / H_kv (GQA, MQA)."""
+    Query heads share key/value heads in groups of H / H_kv (GQA, MQA). With KLen (B,) int32, sequence
+    b attends the first KLen[b] keys of its rows of K and V (a KV cache of ragged lengths); the causal
+    mask then aligns each sequence's rows bottom-right to its own keys."""
     Bsz, Sq, H = Q.shape[0], Q.shape[1], Q.shape[2]
-    Sk, Hkv = K.shape[1], K.shape[2]
+    Hkv = K.shape[2]
     k.grid(k.cdiv(Sq, BM), H, Bsz)
     qb, h, b = k.program_id(0), k.program_id(1), k.program_id(2)
     hk = k.let(h // (H // Hkv))  # the key / value head (named in the IR's text form)
     row0 = k.let(qb * BM)
+    Sk = _seq_k(k, K, KLen, b)
 
     q = k.shared(BM, D, Q.dtype)
     kt = k.shared(BN, D, K.dtype)

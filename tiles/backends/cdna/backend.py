@@ -137,7 +137,8 @@ class CDNABackend(Backend):
         if kfn.name == "attention_fwd":
             from .lower_attention import check_attention_args
 
-            check_attention_args(*tensors.values(), D=int(kwargs["D"]))
+            check_attention_args(*(tensors[p.name] for p in lowered.kernel.params if p not in lowered.kernel.reads),
+                                 D=int(kwargs["D"]))
         elif kfn.name == "attention_bwd_dq":
             from .lower_attention import check_attention_bwd_dq_args
 

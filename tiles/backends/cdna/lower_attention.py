@@ -285,10 +285,16 @@ def _float(v) -> str:
     return None  # not a constant
 
 
+# names attention.hip.j2 declares in the kernel's scope: a value k.let names (declared there) must differ
+TEMPLATE_NAMES = frozenset("smem tid w g wrow lds0 n_kv kb_next cur nxt kb_begin kb_end part parts k_stage v_stage "
+                           "pid0 pid1 pid2 gQ gK gV gO gL".split())
+
+
 class CDNAAttentionLowering(Lowering):
     backend = "cdna"
     template_dir = TEMPLATE_DIR
     int_call = {"min": "imin({a}, {b})", "max": "imax({a}, {b})", "cdiv": "cdiv({a}, {b})"}
+    reads_tensors = True  # each program reads its own sizes from a tensor (k.read: ragged key lengths)
 
     def arg_decls(self, args, ptr_type) -> list:
         """C++ parameter declarations for the launch arguments; `ptr_type(param)` spells a pointer's type."""
@@ -336,9 +342,10 @@ class CDNAAttentionLowering(Lowering):
     # ------------------------------------------------------------ recognition
     def match(self) -> Dict:
         k = self.k
-        if len(k.params) != 5 or [p.rank for p in k.params] != [4, 4, 4, 4, 3] or len(k.scalars) != 1:
+        tensors = [p for p in k.params if p not in k.reads]  # what the program reads elements of comes apart
+        if len(tensors) != 5 or [p.rank for p in tensors] != [4, 4, 4, 4, 3] or len(k.scalars) != 1:
             self._fail("expected Q, K, V, O (B, S, H, D), L (B, H, S) and one float scale")
-        Q, K, V, O, L = k.params
+        Q, K, V, O, L = tensors
         if Q.dtype.name not in ("bf16", "f16") or K.dtype != Q.dtype or V.dtype != Q.dtype:
             raise LoweringError(f"cdna attention: Q, K, V must all be bf16 or all f16, got {Q.dtype}, {K.dtype}, {V.dtype}")
         if O.dtype.name not in ("bf16", "f16", "f32") or L.dtype.name != "f32":
@@ -597,7 +604,8 @@ class CDNAAttentionLowering(Lowering):
         stop = self.expr(loop.stop)
         args = self.launch_args()
         arg_decls = self.arg_decls(
-            args, lambda x: "float" if x is L or (x is O and O.dtype.name == "f32") else "u16" if x is O else "const u16")
+            args, lambda x: "float" if x is L or (x is O and O.dtype.name == "f32") else "u16" if x is O
+            else "const int" if x in self.k.reads else "const u16")
         if self.split:  # after the IR's arguments: the launcher appends them (SPLIT_ARGS)
             arg_decls += [f"int {a}" for a in SPLIT_ARGS]
         dt = cfg.dtype
@@ -609,6 +617,7 @@ class CDNAAttentionLowering(Lowering):
         source = self.env.get_template("attention.hip.j2").render(
             cfg=cfg, name=name, ir_text=self.k.text(), schedule_text=sched.describe(), template_version=TEMPLATE_VERSION,
             arg_decls=arg_decls, grid=grid_text, views=views, decls=self.decls(), pre_ops=pre_ops, post_ops=post_ops,
+            let_lines=self.declarations(TEMPLATE_NAMES),
             prologue=prologue, clusters=clusters, stop=stop, loop_index=self.sym_name(loop.index),
             q_row=self.rows(g["lq"].attrs["row"]), q_name=q, H=self.sym_name(Q.dims[2]), Hkv=self.sym_name(K.dims[2]),
             conflicts=cfg.conflicts(), swk=cfg.swizzle_k, swv=cfg.swizzle_v, mfma=cfg.mfma.mnemonic(dt),
@@ -755,6 +764,7 @@ def _cxx_names(lines: List[str], names=("do",)) -> List[str]:
 
 class CDNAAttentionBwdDqLowering(CDNAAttentionLowering):
     """IR -> HIP for ``attention_bwd_dq``; the non-mma IR ops go through the forward's ``op`` one by one."""
+    reads_tensors = False  # its template declares no k.read values
 
     def ops(self, nodes) -> List[str]:
         return _cxx_names(super().ops(nodes))

@@ -57,7 +57,7 @@ from typing import Dict, List, Optional, Tuple
 
 from tiles.core import ir
 
-CTYPE = {"bf16": "bf16", "f16": "f16", "f32": "float"}
+CTYPE = {"bf16": "bf16", "f16": "f16", "f32": "float", "i32": "int"}
 WINDOW_MB = 16  # L2 a window of heads may fill (the H200 has 50 MB, in two halves; others' data shares it)
 
 

@@ -79,6 +79,7 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
     backend = "hopper"
     template_dir = str(gemm_probe.TEMPLATES)
     int_call = {"min": "int_min({a}, {b})", "max": "int_max({a}, {b})", "cdiv": "ceil_div({a}, {b})"}
+    reads_tensors = True  # each program reads its own sizes from a tensor (k.read: ragged key lengths)
 
     def __init__(self, kernel: ir.Kernel, arch: Optional[str] = None, **options):
         super().__init__(kernel, arch or ARCH)
@@ -105,7 +106,8 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
             return self.int_call[op].format(a=a, b=b)
 
         name = self.sym_name if not names else (lambda s: names.get(s.name, self.sym_name(s)))
-        return ir.render(e, name, call)
+        return ir.render(e, name, call, read=lambda r: self.read_text(r, lambda x: self.expr(x, names)),
+                         declared=self.declared)
 
     def fexpr(self, e) -> str:
         """A float operand: literals get an f suffix so the arithmetic stays in fp32."""
@@ -1221,7 +1223,7 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
         for m, (P, rows) in self.vec_maps.items():
             params.append(("tma_vec", m, P, rows))
         writes = ("store", "store_add")
-        ptr_params = [P for P in k.params if any(
+        ptr_params = [P for P in k.params if P in k.reads or any(
             isinstance(n, ir.Op) and n.name in ("load",) + writes and id(n) not in self.vec_tma
             and any(isinstance(x, ir.View) and x.param is P for x in n.ins) for n in k.walk())]
         sig = [f"const __grid_constant__ tma_map {m}" for _, m, _, _ in params]
@@ -1248,13 +1250,13 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
                 ("ws", self.options.get("whole_tile_stores", False)), ("pl", self.peel), ("ts", bool(self.tma_stores)),
                 ("rs", bool(self.ring_stores)),
                 ("nsm", not self.options.get("stmatrix", True)), ("vt", bool(self.vec_tma)),
-                ("st", self.split is not None)]
+                ("st", self.split is not None), ("rd", bool(k.reads))]
         meaning = {"ra": "resident A operands", "pp": "PingPong turns", "rot": "rotated loop", "h": "hoisted mma",
                    "np": "one CTA a program", "f": "scale folded into the exponent", "qs": "quad row sums",
                    "w": "L2 windows", "t": "tree maximum", "pf": "vectors prefetched", "d2": "two dS copies",
                    "r": "reducer warp", "ws": "whole-tile stores", "pl": "first iteration peeled",
                    "ts": "TMA store", "rs": "ring_store", "nsm": "no stmatrix", "vt": "vectors by TMA",
-                   "st": "split tail"}
+                   "st": "split tail", "rd": "sizes read from a tensor (k.read)"}
         legend = [f"s{self.stages} = {self.stages} stages", f"c{self.consumers} = {self.consumers} consumer warpgroups"]
         legend += [f"{t} = {meaning.get(t, f'{self.wide_stores} pairs a store')}" for t, on in tags if on]
         name = "tiles_{}_hopper_{}_{}_s{}c{}{}".format(
@@ -1272,7 +1274,7 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
                    order=self.order, reverse=self.reverse, window=self.window_bytes is not None,
                    window_bytes=self.window_bytes, window_mb=WINDOW_MB, window_note=self.window_note,
                    uniform_warpgroup=bool(self.options.get("uniform_warpgroup", True)),
-                   split=self.split, split_bounds=split_bounds,
+                   split=self.split, split_bounds=split_bounds, let_lines=self.declarations(RESERVED | {"tile", "part", "units", "kb_stop", "kb_begin", "kb_end"}),
                    transposed=", ".join(t.name for t in k.tiles if t.kind == "reg" and t in self.flipped),
                    col_vectors=", ".join(t.name for t in k.tiles if t.kind == "vec" and t in self.flipped))
         src = self.env.get_template("attention.cu.j2").render(**ctx)
