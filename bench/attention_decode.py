@@ -8,7 +8,7 @@ decide. Each variant's output is checked against float64 (TESTING.md's rule, wit
 attention in bf16 as the low-precision reference) before it is timed. The suite's timing (rested
 launches, interleaved, medians); the figure of merit is the bytes of K and V over the time.
 
-    PYTHONPATH=.:bench:tests/portability python3 bench/attention_decode.py
+    PYTHONPATH=.:bench:tests/portability python3 bench/attention_decode.py [--ragged]
 """
 import torch
 import torch.nn.functional as F
@@ -128,5 +128,62 @@ def main():
         torch.cuda.empty_cache()
 
 
+# (B, H, H_kv, Sq, Sk, D, causal): a cache allocated for Sk keys a sequence, each holding a random count
+RAGGED = [(8, 32, 8, 1, 8192, 128, True), (32, 32, 8, 1, 4096, 128, True), (8, 32, 8, 4, 8192, 128, False),
+          (4, 32, 8, 4, 16384, 128, True)]
+
+
+def ragged():
+    """Session 43: a cache of ragged lengths. `api` reads each sequence's count in the kernel
+    (cache_seqlens); `per_sequence` is one call a sequence on its slice (what a caller did before);
+    `whole_cache` the call over every row of the cache (what the counts save); SDPA's backends with a
+    key-padding mask (and the lower-right causal bias for several causal rows). Each checked against
+    float64 per sequence first; the bytes are those of the keys the counts cover."""
+    from reference import check_attention_fwd_ragged  # tests/portability
+
+    for B, H, Hkv, Sq, Sk, D, causal in RAGGED:
+        g = torch.Generator(device="cuda").manual_seed(7)
+        q = torch.randn(B, Sq, H, D, device="cuda", generator=g).bfloat16()
+        k, v = (torch.randn(B, Sk, Hkv, D, device="cuda", generator=g).bfloat16() for _ in range(2))
+        lens = torch.randint(1, Sk + 1, (B,), device="cuda", generator=g, dtype=torch.int32)
+        counts = lens.tolist()
+        rows = torch.arange(Sk, device="cuda")
+        keep = rows[None, :] < lens[:, None]  # (B, Sk)
+        if causal and Sq > 1:
+            keep = keep[:, None, :] & (rows[None, None, :] <= (lens[:, None, None] - Sq + torch.arange(Sq, device="cuda")[None, :, None]))
+        mask = keep[:, None, None, :] if keep.dim() == 2 else keep[:, None]  # (B, 1, Sq or 1, Sk)
+        fns, line = {}, []
+        fns["api"] = lambda: tiles.attention(q, k, v, causal=causal, cache_seqlens=lens)
+        fns["per_sequence"] = lambda: [tiles.attention(q[b:b + 1], k[b:b + 1, :n], v[b:b + 1, :n], causal=causal)
+                                       for b, n in enumerate(counts)]
+        fns["whole_cache"] = lambda: tiles.attention(q, k, v, causal=causal)
+        try:
+            check_attention_fwd_ragged(fns["api"]().cpu(), None, q.cpu(), k.cpu(), v.cpu(), lens.cpu(),
+                                       causal and Sq > 1, D ** -0.5)
+            line.append("api within the float64 bound")
+        except AssertionError as e:
+            line.append(f"api FAILS: {e}")
+        for name, be in (("sdpa_cudnn", torch.nn.attention.SDPBackend.CUDNN_ATTENTION),
+                         ("sdpa_efficient", torch.nn.attention.SDPBackend.EFFICIENT_ATTENTION)):
+            def run(be=be):
+                with torch.nn.attention.sdpa_kernel(be):
+                    return F.scaled_dot_product_attention(*(t.transpose(1, 2) for t in (q, k, v)), attn_mask=mask,
+                                                          enable_gqa=Hkv != H).transpose(1, 2)
+            try:
+                run()
+                torch.cuda.synchronize()
+                fns[name] = run
+            except Exception as e:  # noqa: BLE001
+                line.append(f"{name}: {type(e).__name__}")
+        print(f"ragged B={B} H={H} Hkv={Hkv} Sq={Sq} Sk={Sk} D={D} causal={int(causal)} counts "
+              f"{min(counts)}-{max(counts)}: " + "; ".join(line), flush=True)
+        ms = ht.suite_timed({n: (lambda i, f=f: f()) for n, f in fns.items()}, 2, reps=15, budget_s=3.0)
+        used = 2 * sum(counts) * Hkv * D * 2
+        print("  " + " ".join(f"{n}={t * 1e3:.0f}us/{used / (t * 1e-3) / 1e12:.2f}TB/s" for n, t in ms.items()),
+              flush=True)
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+
+    ragged() if "--ragged" in sys.argv else main()

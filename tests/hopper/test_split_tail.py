@@ -292,3 +292,31 @@ def test_decode_through_the_api_in_a_cuda_graph(Sq, monkeypatch):
         g.replay()
         torch.cuda.synchronize()
         assert torch.equal(out, tiles.attention(*fresh, causal=True))
+
+
+@pytest.mark.parametrize("Sq,causal", [(1, True), (4, False), (3, True)], ids=["decode", "4rows", "3rows-causal"])
+def test_ragged_cache_in_a_cuda_graph(Sq, causal):
+    """A serving loop over a cache of ragged lengths, captured once: each program reads its sequence's key
+    count (cache_seqlens) on the device, so replays after the counts change in place follow them. The
+    launches cut short grids along the keys (short sequences' later parts see no key), the counts here
+    straddle key blocks and include 0 and the whole cache. Each replay against float64 per sequence, and
+    bitwise the eager call on the same counts."""
+    needs.hopper_gpu()
+    import tiles
+    from tests.portability.reference import check_attention_fwd_ragged
+
+    B, Sk, H, Hkv, D = 4, 5000, 32, 8, 128
+    q, k, v = _inputs(B, Sq, Sk, H, Hkv, D, torch.bfloat16, 31)
+    lens = torch.tensor([Sk, 129, 0, 2048], dtype=torch.int32, device="cuda")
+    with torch.no_grad():
+        tiles.attention(q, k, v, causal=causal, cache_seqlens=lens)  # compiled and loaded before the capture
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            out = tiles.attention(q, k, v, causal=causal, cache_seqlens=lens)
+        for counts in ([1, 4999, 128, 0], [3000, 3000, 1, 77]):
+            lens.copy_(torch.tensor(counts, dtype=torch.int32))
+            g.replay()
+            torch.cuda.synchronize()
+            check_attention_fwd_ragged(out, None, q, k, v, lens.cpu(), causal and Sq > 1, D ** -0.5)
+            assert torch.equal(out, tiles.attention(q, k, v, causal=causal, cache_seqlens=lens))
