@@ -8,7 +8,8 @@ stage): walks of more programs than SMs, causal programs that see no key, a shor
 split tail (whole tiles, then parts; parts only).
 `--only decode` runs tiles.attention at decode (session 41-42): grouped query heads on a short grid cut along
 the keys (one program in many parts, a grid as long as its units), MHA at D = 64, and four causal rows (the
-grouped call, the second call on the last keys, the merge).
+grouped call, the second call on the last keys, the merge), each again over a cache of ragged lengths
+(cache_seqlens: each program reads its count).
 `--only split` runs the forward with option split_tail (every program in parts, causal parts
 that see no key, and walks with whole tiles first). `--only fused` runs the backward through
 attention_bwd_fused (dQ added by the reducer warp's TMA reduces), D = 64 and 128, causal and not, with GQA and tails, then the split backward at the small
@@ -60,6 +61,10 @@ if only == "decode":  # the api at decode: grouped rows, short grids cut along t
         k, v = (torch.randn(B, Sk, Hkv, D, device=dev, dtype=torch.bfloat16) for _ in range(2))
         tiles.attention(q, k, v, causal=causal)
         ran.append(f"decode_{B}x{Sq}x{Sk}_h{H}/{Hkv}_d{D}")
+        # the same cache of ragged lengths (cache_seqlens): counts of 0, a block's edge, past a part, whole
+        lens = torch.tensor([0, 128, 2049, Sk][:B] if B > 1 else [Sk - 1], device=dev, dtype=torch.int32)
+        tiles.attention(q, k, v, causal=causal, cache_seqlens=lens)
+        ran.append(f"ragged_{B}x{Sq}x{Sk}_h{H}/{Hkv}_d{D}")
     torch.cuda.synchronize()
     print(f"sanitize_suite: ran tiles.attention {', '.join(ran)}")
     sys.exit(0)

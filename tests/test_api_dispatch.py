@@ -4,6 +4,7 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 import torch
 
 import tiles
@@ -233,3 +234,19 @@ def test_ragged_cache_traces_under_torch_compile():
     for counts in ([30, 4], [1, 17]):
         lens = torch.tensor(counts, dtype=torch.int32)
         assert torch.equal(compiled(lens), f(lens))
+
+
+def test_ragged_cache_refuses_what_it_cannot_do():
+    """The custom op is public: called with counts on inputs that require grad, its backward raises
+    instead of differentiating over every row of the cache. Under torch.compile (no host check) an int64
+    count past int32 is clamped to the cache, not wrapped."""
+    g = torch.Generator().manual_seed(13)
+    q = torch.randn(2, 1, 4, 64, generator=g).to(torch.bfloat16).requires_grad_()
+    k, v = (torch.randn(2, 30, 2, 64, generator=g).to(torch.bfloat16) for _ in range(2))
+    out, _ = torch.ops.tiles.attention_fwd(q, k, v, False, 0.125, "interp", torch.tensor([30, 4], dtype=torch.int32))
+    with pytest.raises(ValueError, match="with cache_seqlens is forward only"):
+        out.float().sum().backward()
+    q = q.detach()
+    f = lambda lens: tiles.attention(q, k, v, backend="interp", cache_seqlens=lens)  # noqa: E731
+    got = torch.compile(f, backend="aot_eager", fullgraph=True)(torch.tensor([2 ** 32 + 5, -1]))
+    assert torch.equal(got, f(torch.tensor([30, 0])))

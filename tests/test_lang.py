@@ -1,5 +1,7 @@
 """The tile language: tracing, trace-time errors, the IR text, and the interpreter's semantics."""
 
+import re
+
 import pytest
 import torch
 
@@ -512,3 +514,22 @@ def test_read_is_refused_where_a_lowering_cannot_spell_it():
     kern = _ragged_rows.trace(_t(3, 40, 16), _t(3, 40, 16), torch.zeros(3, dtype=torch.int32))
     with pytest.raises(LoweringError, match=r"reads elements of N \(k.read\), which this lowering"):
         SimtLowering(kern)
+
+
+def test_a_launch_checks_what_its_programs_read():
+    """check_reads (the GPU launchers call it before a launch): the read tensor is int32 on the kernel's
+    device and holds the element every program reads, else a ValueError names it."""
+    from tiles.core.lowering import check_reads
+
+    x, y = _t(3, 40, 16), _t(3, 40, 16)
+    for n, ok in ((torch.zeros(3, dtype=torch.int32), None), (torch.zeros(2, dtype=torch.int32), "outside N of shape (2,)"),
+                  (torch.zeros(3, dtype=torch.int32, device="meta"), "an int32 tensor on cpu, got torch.int32 on meta")):
+        kern = _ragged_rows.trace(x, y, n)
+        bound = _ragged_rows.bind(x, y, n)
+        grid = [int(ir.evaluate(g, _ragged_rows.runtime_env(kern, bound))) for g in kern.grid]
+        tensors = {p.name: bound.arguments[p.name] for p in kern.params}
+        if ok is None:
+            check_reads(kern, tensors, _ragged_rows.runtime_env(kern, bound), grid)
+        else:
+            with pytest.raises(ValueError, match=re.escape(ok)):
+                check_reads(kern, tensors, _ragged_rows.runtime_env(kern, bound), grid)

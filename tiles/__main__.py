@@ -253,6 +253,23 @@ def cmd_demo(args) -> int:
         print(f"  decode B={Bd} rows={rows} S_k={Sk} H={Hd} H_kv={Hkvd} D={D} causal: max|err| {err:.2e} "
               f"(torch bf16 {err_lp:.2e}) {'ok' if good else 'WRONG'}  {t * 1e3:8.3f} ms  "
               f"{2 * kc.numel() * kc.element_size() / t / 1e12:7.2f} TB/s of cache")
+    # a cache of ragged lengths: sequence b holds its first lens[b] keys (cache_seqlens, read in the kernel)
+    lens = torch.linspace(Sk // 8, Sk, Bd, device=device).to(torch.int32)
+    qd = torch.randn(Bd, 1, Hd, D, dtype=torch.bfloat16, device=device)
+    out = tiles.attention(qd, kc, vc, causal=True, cache_seqlens=lens)
+    err = err_lp = 0.0
+    for b, n in enumerate(lens.tolist()):
+        one = (qd[b:b + 1], kc[b:b + 1, :n], vc[b:b + 1, :n])
+        ref = _decode_ref(*one, torch.float64)
+        err = max(err, (out[b:b + 1].double() - ref).abs().max().item())
+        err_lp = max(err_lp, (_decode_ref(*one, torch.bfloat16).double() - ref).abs().max().item())
+    t = _bench(lambda: tiles.attention(qd, kc, vc, causal=True, cache_seqlens=lens), reps=1 if small else 10)
+    good = err <= 2 * err_lp + 1e-2
+    ok &= good
+    used = 2 * int(lens.sum()) * Hkvd * D * kc.element_size()
+    print(f"  decode B={Bd} rows=1 S_k={int(lens.min())}..{Sk} (cache_seqlens) H={Hd} H_kv={Hkvd} D={D}: max|err| "
+          f"{err:.2e} (torch bf16 {err_lp:.2e}) {'ok' if good else 'WRONG'}  {t * 1e3:8.3f} ms  "
+          f"{used / t / 1e12:7.2f} TB/s of cache")
     M = N = Kd = 256 if small else 4096
     a = torch.randn(M, Kd, dtype=torch.bfloat16, device=device)
     b = torch.randn(Kd, N, dtype=torch.bfloat16, device=device)

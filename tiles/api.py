@@ -115,13 +115,17 @@ def _(do, q, k, v, out, lse, dlse, causal, scale, backend):
 
 
 def _attn_setup(ctx, inputs, output):
-    q, k, v, causal, scale, backend, _ = inputs  # a call with cache_seqlens needs no gradient (attention())
+    q, k, v, causal, scale, backend, cache_seqlens = inputs
     out, lse = output
     ctx.save_for_backward(q, k, v, out, lse)
     ctx.causal, ctx.scale, ctx.backend = causal, scale, backend
+    ctx.ragged = cache_seqlens is not None  # tiles.attention refuses it with grads; the op itself is public
 
 
 def _attn_backward(ctx, dout, dlse):
+    if ctx.ragged:  # the backward kernels run over every key of the cache: refuse rather than be wrong
+        raise ValueError("tiles::attention_fwd with cache_seqlens is forward only: its backward would run over every "
+                         "row of the cache; slice each sequence's keys and call it without cache_seqlens for gradients")
     q, k, v, out, lse = ctx.saved_tensors
     if dout is None:  # only the LSE was used
         dout = torch.zeros_like(out)

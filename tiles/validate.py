@@ -189,13 +189,19 @@ def cache_seqlens(lens, batch: int, seq_k: int, device):
     on_host = lens.device.type == "cpu"
     if lens.device != device and not on_host:
         raise ValueError(f"cache_seqlens is on {lens.device}, q on {device}: pass it on q's device (or on the CPU)")
-    capturing = device.type == "cuda" and torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
     compiling = "torch._dynamo" in sys.modules and torch.compiler.is_compiling()
-    if batch and not compiling and (on_host or not capturing):
+    capturing = (not compiling and device.type == "cuda" and torch.cuda.is_available()
+                 and torch.cuda.is_current_stream_capturing())
+    if capturing and on_host and device.type != "cpu":
+        raise ValueError("cache_seqlens is on the CPU while a CUDA graph is captured: the graph would keep the counts "
+                         "of the capture; pass them on q's device and update them in place between replays")
+    if batch and not compiling and not capturing:
         lo, hi = (int(x) for x in torch.aminmax(lens))
         if lo < 0 or hi > seq_k:
             raise ValueError(f"cache_seqlens must lie in [0, {seq_k}] (the keys k holds a sequence); got values from "
                              f"{lo} to {hi}")
+    if lens.dtype != torch.int32:  # clamped before the narrowing, which would wrap a count past int32
+        lens = lens.clamp(0, seq_k)
     return lens.to(device=device, dtype=torch.int32).contiguous()
 
 

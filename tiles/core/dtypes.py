@@ -38,7 +38,7 @@ def from_torch(t: torch.dtype) -> DType:
     try:
         return _BY_TORCH[t]
     except KeyError:
-        raise TypeError(f"dtype {t} is not supported by tiles (supported: bf16, f16, f32, float8_e4m3fn, float8_e4m3fnuz)") from None
+        raise TypeError(f"dtype {t} is not supported by tiles (supported: bf16, f16, f32, int32, float8_e4m3fn, float8_e4m3fnuz)") from None
 
 
 def as_dtype(x) -> DType:

@@ -79,6 +79,47 @@ class NamedViews:
         return name
 
 
+def check_reads(kernel: ir.Kernel, tensors: dict, env: dict, grid) -> None:
+    """Before a launch: each tensor a program reads elements of (k.read) is int32, on the device of the
+    kernel's other tensors, and holds every element the grid's programs read. An index of program ids
+    and sizes takes its extremes at the grid's corners, where it is checked; one that moves with a
+    loop is the kernel's to keep in range. Raises ValueError naming the tensor."""
+    import itertools
+
+    if not kernel.reads:
+        return
+    device = next(tensors[p.name].device for p in kernel.params if p not in kernel.reads)
+    for p in kernel.reads:
+        t = tensors[p.name]
+        if t.dtype.is_floating_point or t.element_size() != 4 or t.device != device:
+            raise ValueError(f"{kernel.name}: {p.name} is read by each program: an int32 tensor on {device}, got "
+                             f"{t.dtype} on {t.device}")
+    reads = [r for n in _exprs(kernel) for r in ir.reads(n)]
+    for r in reads:
+        if any(s.kind == "loop" for x in r.index for s in ir.symbols(x)):
+            continue
+        t = tensors[r.param.name]
+        for corner in itertools.product(*[(0, max(int(g) - 1, 0)) for g in grid]):
+            at = dict(env, pid0=corner[0], pid1=corner[1], pid2=corner[2])
+            idx = tuple(int(ir.evaluate(x, at)) for x in r.index)
+            if any(not 0 <= i < n for i, n in zip(idx, t.shape)):
+                raise ValueError(f"{kernel.name}: program {corner} reads {r.text()} = {r.param.name}{list(idx)}, "
+                                 f"outside {r.param.name} of shape {tuple(t.shape)}")
+
+
+def _exprs(kernel: ir.Kernel):
+    """Every scalar expression of the kernel's body: loop bounds, op attributes, view indices."""
+    for n in kernel.walk():
+        if isinstance(n, Loop):
+            yield from (n.start, n.stop)
+            continue
+        for v in list(n.attrs.values()) + list(n.ins) + list(n.outs):
+            if isinstance(v, Expr):
+                yield v
+            elif isinstance(v, ir.View):
+                yield from (x for x in v.index if x is not None)
+
+
 class LoweringError(ValueError):
     """The backend cannot lower this kernel (shape, dtype or op unsupported); says what would work."""
 

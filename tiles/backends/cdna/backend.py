@@ -12,7 +12,7 @@ import torch
 
 from tiles.core import ir
 from tiles.core.backend import Backend, BackendUnavailable, LaunchCache, call_signature
-from tiles.core.lowering import LoweringError
+from tiles.core.lowering import LoweringError, check_reads
 
 from . import runtime
 from .gemm_probe import INCLUDE_DIR, TEMPLATE_VERSION
@@ -156,6 +156,7 @@ class CDNABackend(Backend):
             check_gemm_args(A.shape[0], B.shape[1], A.shape[1], A.stride(0), B.stride(0), C.stride(0),
                             ptrs=(A.data_ptr(), B.data_ptr(), C.data_ptr()), strides_inner=(A.stride(1), B.stride(1), C.stride(1)),
                             elem_out=C.element_size())
+        check_reads(lowered.kernel, tensors, env, [int(ir.evaluate(g, env)) for g in lowered.kernel.grid])
         # attention: the IR grid flattened to x (lowered.notes['launch_grid']) for the chiplet remap
         grid = tuple(int(ir.evaluate(g, env)) for g in lowered.notes.get("launch_grid", lowered.kernel.grid))
         argv = []

@@ -11,7 +11,7 @@ from typing import Dict, Optional
 
 from tiles.core import ir, split
 from tiles.core.backend import LaunchCache, call_signature
-from tiles.core.lowering import Lowered, LoweringError
+from tiles.core.lowering import Lowered, LoweringError, check_reads
 from tiles.core.patterns import Interleave, Pattern
 
 from . import runtime
@@ -164,6 +164,7 @@ class AttentionLaunch:
         grid = tuple(int(ir.evaluate(g, env)) for g in k.grid)
         if min(grid) <= 0:
             return None
+        check_reads(k, tensors, env, grid)  # KLen: int32, here, one count for every program's sequence
         short = cls._short_grid(k, low, options, bound, env, grid)
         if short is not None:
             low, options = short

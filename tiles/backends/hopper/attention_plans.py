@@ -326,7 +326,8 @@ class SchedulePlans:
         as heavy-first, bench/hopper_notes.md), ordered in windows of whole heads whose streamed tiles
         fit in WINDOW_MB of L2 (a program streams a stage per trip of the pipelined loop and of the
         loops around it). Applies when the streamed tiles do not depend on program 0 and no trip count
-        on programs 1, 2 or an outer loop's index (option window=False: the heavy-first walk)."""
+        on programs 1, 2, an outer loop's index or a value read from a tensor (option window=False: the
+        heavy-first walk)."""
         self.window_bytes, self.window_note = None, ""
         if not (self.persistent and self.order == "heavy_first" and self.options.get("window", True)):
             return
@@ -340,6 +341,8 @@ class SchedulePlans:
             return
         bounds = [e for x in nest + [self.loop] for e in (x.start, x.stop)]
         if any(x.kind == "pid" and x.name != "pid0" or x.kind == "loop" for e in bounds for x in ir.symbols(e)):
+            return
+        if any(ir.reads(e) for e in bounds):  # a count a program reads: unknown where the walk is planned
             return
         # the heaviest program's trips: pid0 at grid0 - 1 (a reversed walk) or at 0 (folded away)
         heavy = {"pid0": "(grid0 - 1)"} if self.reverse else None
