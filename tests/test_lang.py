@@ -533,3 +533,43 @@ def test_a_launch_checks_what_its_programs_read():
         else:
             with pytest.raises(ValueError, match=re.escape(ok)):
                 check_reads(kern, tensors, _ragged_rows.runtime_env(kern, bound), grid)
+
+
+@tiles.kernel
+def _stopped_rows(k, X, Y, N, *, BM=16):
+    """Y[b] <- X[b][:N[b]] through a window stopped at the count: rows past it read as zeros."""
+    k.grid(k.cdiv(X.shape[1], BM), X.shape[0])
+    rb, b = k.program_id(0), k.program_id(1)
+    n = k.let(k.min(k.read(N, b, bound=X.shape[1]), X.shape[1]), "n")
+    t = k.reg(BM, 16, tiles.f32)
+    tiles.load(t, X[b, :n, :], row=rb * BM, col=0)
+    tiles.store(Y[b, :, :], t, row=rb * BM, col=0)
+
+
+def test_a_window_stopped_short_reads_zeros_past_its_stop():
+    x = _t(3, 40, 16)
+    x[1, 5:] = float("nan")  # past the count: never read
+    y = torch.full_like(x, 7.0)
+    n = torch.tensor([40, 5, 0], dtype=torch.int32)
+    backends.get("interp").launch(_stopped_rows, x, y, n)
+    for b, c in enumerate(n.tolist()):
+        assert torch.equal(y[b, :c], x[b, :c]) and torch.equal(y[b, c:], torch.zeros_like(y[b, c:]))
+    assert "load(t, X[pid1, :n, :], row=pid0 * 16, col=0)" in _stopped_rows.trace(x, y, n).text()
+
+    @tiles.kernel
+    def writes_stopped(k, X, Y):
+        k.grid(1)
+        t = k.reg(16, 16, tiles.f32)
+        tiles.load(t, X[:, :], row=0, col=0)
+        tiles.store(Y[:4, :], t, row=0, col=0)
+
+    with pytest.raises(TileError, match=r"Y\[:4, :\] stops an axis short .*: such a window is read, not written"):
+        writes_stopped.trace(_t(16, 16), _t(16, 16))
+
+    @tiles.kernel
+    def offset_slice(k, X):
+        k.grid(1)
+        tiles.load(k.reg(16, 16, tiles.f32), X[2:, :], row=0, col=0)
+
+    with pytest.raises(TileError, match="only ':' and ':n' slices"):
+        offset_slice.trace(_t(16, 16))

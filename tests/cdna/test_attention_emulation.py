@@ -50,6 +50,8 @@ def emulate_attention(tmp_path, arch, dtype, out_dtype, B, Sq, Sk, H, Hkv, D, ca
     q = torch.randn(B, Sq, H, D).to(dt)
     k = torch.randn(B, Sk, Hkv, D).to(dt)
     v = torch.randn(B, Sk, Hkv, D).to(dt)
+    for b, n in enumerate([] if lens is None else lens.tolist()):  # a cache's rows past a count: NaN
+        k[b, max(n, 0):], v[b, max(n, 0):] = float("nan"), float("nan")
     o = torch.empty(B, Sq, H, D, dtype=TORCH[out_dtype])
     lse = torch.empty(B, H, Sq, dtype=torch.float32)
     scale = D ** -0.5
@@ -128,8 +130,9 @@ RAGGED = [
 @pytest.mark.parametrize("arch,dtype,B,Sq,Sk,H,Hkv,D,causal,lens", RAGGED)
 def test_emulated_ragged_cache_matches_reference(tmp_path, arch, dtype, B, Sq, Sk, H, Hkv, D, causal, lens):
     """Each program reads its sequence's key count (KLen[b], clamped to the cache's rows and to 0): its
-    loop stops there, its mask and the causal alignment follow it; the rows of each sequence against
-    float64 over its own keys."""
+    loop stops there, its mask and the causal alignment follow it, and its views of K and V end there
+    (the cache's rows past the count hold NaN here, and read as zeros); the rows of each sequence
+    against float64 over its own keys."""
     lens = torch.tensor(lens, dtype=torch.int32)
     q, k, v, o, lse, scale, _, low, _ = emulate_attention(str(tmp_path), arch, dtype, dtype, B, Sq, Sk, H, Hkv, D,
                                                            causal, lens=lens)

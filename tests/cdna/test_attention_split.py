@@ -71,6 +71,8 @@ def emulate(tmp_path, arch, dtype, out, B, Sq, Sk, H, Hkv, D, causal, parts, cra
     dt = TORCH[dtype]
     q = torch.randn(B, Sq, H, D).to(dt)
     k, v = torch.randn(B, Sk, Hkv, D).to(dt), torch.randn(B, Sk, Hkv, D).to(dt)
+    for b, n in enumerate([] if lens is None else lens.tolist()):  # a cache's rows past a count: NaN
+        k[b, max(n, 0):], v[b, max(n, 0):] = float("nan"), float("nan")
     ws = torch.empty(B, Sq, H, D, dtype=torch.float32)  # one part's slice: the strides the kernel reads
     lse = torch.empty(B, H, Sq, dtype=torch.float32)
     low = lower_split(arch, out, B, Sq, Sk, H, Hkv, D, causal, dtype, ragged=lens is not None)

@@ -344,6 +344,8 @@ def test_signature_holds_what_the_code_reads_in_the_launch_order(kernel, options
     low = _lower(D=128, causal=False, kernel=kernel.split("_")[0], launched=True, ragged=ragged,
                  **({"options": {**options, "peel": True}} if options else {}))
     assert ("const int* __restrict__ KLen" in low.source) == ragged
+    # the ring stage a sequence ends in: K and V rows past its count zeroed by each consumer warpgroup
+    assert ("zero_rows(S.vt[pos.stage], seq_k - (kb * 128), wg_thread(), 128);" in low.source) == ragged
     head = low.source.split(f"{low.entry}(", 1)[1].split(") {", 1)[0]
     params = [p.strip().split()[-1] for p in head.split(",\n")]
     names = {"tma": lambda a: a[1], "tma_vec": lambda a: a[1], "ptr": lambda a: a[1].name,

@@ -109,19 +109,24 @@ def test_few_rows(backend, monkeypatch, Sq, H, Hkv, D, causal):
 def test_ragged_cache(backend, Sq, H, Hkv, D, causal):
     """A KV cache of ragged lengths (cache_seqlens): each sequence attends its own first keys of the
     cache, causal aligned to them; a sequence of no key gives zeros and LSE +inf, a full one the whole
-    cache. The keys past a sequence's count hold large values (a stale cache), far off the answer if
-    read. Then the counts change in place and the same call reads the new ones."""
+    cache. The cache's rows past a sequence's count hold NaN (memory never written), which must not reach
+    the output: they read as zeros. Then the counts change in place and the same call reads the new ones
+    (the rows up to them now finite values left from before, a stale cache)."""
     name, device = backend
     B, Sk = 4, 300
     q, k, v = _inputs(B, Sq, Sk, H, Hkv, D, torch.bfloat16, device, seed=8)
     lens = torch.tensor([Sk, 129, 0, 1], dtype=torch.int32, device=device)
     for b, n in enumerate(lens.tolist()):
-        k[b, n:], v[b, n:] = 8.0, -300.0
+        k[b, n:], v[b, n:] = float("nan"), float("nan")
     out, lse = tiles.attention(q, k, v, causal=causal, backend=name, return_lse=True, cache_seqlens=lens)
     assert out.shape == q.shape and lse.shape == (B, H, Sq)
     assert not torch.isnan(out).any() and not torch.isnan(lse).any()
     check_attention_fwd_ragged(out, lse, q, k, v, lens, causal and Sq > 1, D ** -0.5)
+    for b, n in enumerate(lens.tolist()):
+        k[b, n:], v[b, n:] = 8.0, -300.0
     lens.copy_(torch.tensor([5, 0, 64, 2], dtype=torch.int32))
+    for b, n in enumerate(lens.tolist()):
+        k[b, n:], v[b, n:] = float("nan"), float("nan")
     out = tiles.attention(q, k, v, causal=causal, backend=name, cache_seqlens=lens)
     check_attention_fwd_ragged(out, None, q, k, v, lens, causal and Sq > 1, D ** -0.5)
 

@@ -35,6 +35,8 @@ def _window(view: View, row0: int, col0: int, shape, tensors, sym):
         if x is None:
             k = kept.index(axis)
             lo, n, dim = offsets[k], shape[k], t.shape[axis]
+            if view.stop(axis) is not None:  # X[:n]: past n reads as past the end
+                dim = max(min(dim, evaluate(view.stop(axis), sym)), 0)
             a, b = max(lo, 0), min(lo + n, dim)
             if b <= a:
                 return None

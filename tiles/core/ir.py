@@ -351,6 +351,12 @@ class View:
 
     param: Param
     index: tuple  # one entry per param axis: an Expr, or None for a kept axis
+    # per param axis, None or an Expr n (the window X[:n]): a kept axis's elements at or past n read as
+    # zeros, as past the tensor's end (a sequence's own keys in a cache allocated for the longest)
+    stops: tuple = ()
+
+    def stop(self, axis: int):
+        return self.stops[axis] if self.stops else None
 
     @property
     def kept(self) -> tuple:
@@ -369,7 +375,8 @@ class View:
         return self.param.dtype
 
     def text(self) -> str:
-        parts = [":" if x is None else render(x, labels=True) for x in self.index]
+        parts = [(f":{render(self.stop(i), labels=True)}" if self.stop(i) is not None else ":") if x is None
+                 else render(x, labels=True) for i, x in enumerate(self.index)]
         return f"{self.param.name}[{', '.join(parts)}]"
 
 

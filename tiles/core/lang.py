@@ -302,18 +302,20 @@ class GlobalArg:
             idx = (idx,)
         if len(idx) != self.param.rank:
             fail("index", f"{self.param.name} has rank {self.param.rank}; got {len(idx)} indices")
-        index = []
+        index, stops = [], []
         for x in idx:
             if isinstance(x, slice):
-                if x != slice(None):
-                    fail("index", "only ':' slices are supported; offsets go in row=/col= of load/store")
+                if x.start is not None or x.step is not None:
+                    fail("index", "only ':' and ':n' slices are supported; offsets go in row=/col= of load/store")
                 index.append(None)
+                stops.append(None if x.stop is None else _int_expr("index", x.stop))
             else:
                 if isinstance(x, int) and not isinstance(x, bool) and x < 0:
                     fail("index", f"{self.param.name}[{x}]: a negative index is not counted from the end here; "
                                   "index with the size (e.g. X.shape[0] - 1)")
                 index.append(_int_expr("index", x))
-        v = View(self.param, tuple(index))
+                stops.append(None)
+        v = View(self.param, tuple(index), tuple(stops) if any(x is not None for x in stops) else ())
         if v.rank not in (1, 2):
             fail("index", f"a window keeps 1 or 2 axes, {self.param.name}{list(idx)} keeps {v.rank}")
         return v
@@ -371,6 +373,8 @@ def _window(op, v, dst: Tile, row, col):
             fail(op, "a 1-D window takes row= only")
     elif v.rank != 2:
         fail(op, f"a tile moves through a 2-D window; {v.text()} keeps {v.rank} axes")
+    if v.stops and op not in ("load", "load_async"):
+        fail(op, f"{v.text()} stops an axis short (':n'): such a window is read, not written")
     return _int_expr(op, row if row is not None else 0), _int_expr(op, col if col is not None else 0)
 
 

@@ -67,9 +67,12 @@ def attention_fwd(k, Q, K, V, O, L, scale, KLen=None, *, causal, D, BM=128, BN=1
     fill(m, M_INIT)
     # the key blocks may be cut into parts (the last wave of a persistent walk, short grids):
     # each part's O, normalized by its own sum, and L merge by their log-sum-exp
+    # a cache's rows past a sequence's count read as zeros (Kc[:Sk]), as past the tensor's end: whatever
+    # a cache holds there (NaN included) meets probabilities of exactly 0 in P V
+    Kc, Vc = (K[b, :, hk, :], V[b, :, hk, :]) if KLen is None else (K[b, :Sk, hk, :], V[b, :Sk, hk, :])
     for j in k.pipeline(_kv_blocks(k, row0, BM, BN, Sq, Sk, causal), merge=k.lse_merge(O, L)):
-        wait(load_async(kt, K[b, :, hk, :], row=j * BN, col=0),
-             load_async(vt, V[b, :, hk, :], row=j * BN, col=0))
+        wait(load_async(kt, Kc, row=j * BN, col=0),
+             load_async(vt, Vc, row=j * BN, col=0))
         mma(s, q, kt, tb=True, accumulate=False)
         mul(s, s, scale * LOG2E)
         mask_cols(s, j * BN, Sk)

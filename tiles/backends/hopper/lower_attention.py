@@ -593,6 +593,34 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
                 lines.append(f"{pad}if ({i} + 1 == {self.loop_stop}) release(S.once_empty[{self.early[id(t)]}]);  "
                              f"// {t.name} is read no more this tile: the next one loads under the rest")
 
+    def zero_past_stops(self, pad: str) -> List[str]:
+        """After a consumer's wait for a ring stage: the rows of each loop tile whose view stops short
+        (K[b, :seq_k, hk, :]) at or past the stop set to zero, in a stage whose box ran past it. TMA
+        fills zeros only past the tensor's end; past a sequence's count the cache holds whatever it
+        holds, and a NaN there would meet P's exact zeros in P V. Each consumer warpgroup zeroes the
+        rows itself before its own wgmmas read them (the other one writes the same zeros), so none
+        waits for the other."""
+        spans: Dict[Tuple[str, str], List[ir.Op]] = {}  # (first row, stop) -> the loads cut there
+        for o in self.loop.body:
+            if not (isinstance(o, ir.Op) and o.name == "load_async" and o.ins[0].stops):
+                continue
+            t, view = o.outs[0], o.ins[0]
+            r, c = view.kept
+            if view.stop(c) is not None or t in self.flipped or t not in self.ring:
+                self._fail(f"{view.text()}: a window stopped short is taken along its rows, into a ring stage held "
+                           "as loaded", o)
+            spans.setdefault((self.expr(o.attrs["row"]), self.expr(view.stop(r)), t.rows), []).append(o)
+        lines = []
+        for (row, stop, rows), loads in spans.items():
+            views = ", ".join(o.ins[0].text() for o in loads)
+            lines.append(f"{pad}if ({row} + {rows} > {stop}) {{  // the box runs past {views}: rows from "
+                         f"{stop} read as zeros")
+            lines += [f"{pad}  zero_rows({self.var(o.outs[0])}, {stop} - ({row}), wg_thread(), 128);" for o in loads]
+            lines += [f"{pad}  arch::fence_proxy_async();  // the zeros, seen by the wgmmas' async proxy",
+                      f"{pad}  arch::bar_sync(4 + cw, 128);  // all of this warpgroup's zeros are in",
+                      f"{pad}}}"]
+        return lines
+
     def op_line(self, n: ir.Op) -> str:
         v = self.var
         name = n.name
@@ -777,6 +805,7 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
                 kind, _ = self.tokens[n.attrs["tokens"][0]]
                 if kind == "ring":  # one barrier per stage covers every load of the iteration
                     lines.append(f"{pad}wait(S.ring.full[pos.stage], pos.phase);")
+                    lines += self.zero_past_stops(pad)
                 else:  # each one-shot load completes on its own barrier
                     for t in n.attrs["tokens"]:
                         i = self.tokens[t][1]

@@ -67,6 +67,21 @@ __device__ __forceinline__ st<T, R, C>& carve(Big& big, int i) {
   return *reinterpret_cast<st<T, R, C>*>(reinterpret_cast<unsigned char*>(&big) + i * st<T, R, C>::bytes);
 }
 
+// Rows [first, R) of a shared tile set to zero by the `threads` threads calling it (16 bytes a store):
+// a TMA box that ran past the rows its view keeps (X[:n], a sequence's keys in a cache allocated for
+// the longest) then reads as a box past the tensor's end does. The swizzle permutes 16-byte pieces
+// within a row's SW-byte line, so a row is whole lines: rows [first, R) of each chunk are one span.
+// Follow with arch::fence_proxy_async() and a barrier of the threads before a wgmma reads the tile.
+template <typename T, int R, int C, int SW>
+__device__ __forceinline__ void zero_rows(st<T, R, C, SW>& t, int first, int thread, int threads) {
+  first = first < 0 ? 0 : first;
+  if (first >= R) return;
+  const int pieces = (R - first) * (SW / 16);  // 16-byte pieces of one chunk past `first`
+  unsigned char* base = reinterpret_cast<unsigned char*>(t.data) + first * SW;
+  for (int i = thread; i < pieces * st<T, R, C, SW>::chunks; i += threads)
+    *reinterpret_cast<uint4*>(base + (i / pieces) * st<T, R, C, SW>::chunk_bytes + (i % pieces) * 16) = make_uint4(0, 0, 0, 0);
+}
+
 // sv<C>: a window of C floats in shared memory, one TMA box of a vector (the backward's LSE and Delta
 // of a query block), loaded into a ring stage beside the stage's tiles. 128-byte aligned: TMA's
 // destination alignment for an unswizzled box.
