@@ -115,9 +115,9 @@ def test_decode_runs_grouped_rows_without_the_mask(monkeypatch):
     seen = []
     impl = api._attention_fwd_impl
 
-    def spy(q, k, v, causal, scale, backend, lens=None):
+    def spy(q, k, v, causal, scale, backend, lens=None, pages=None):
         seen.append((tuple(q.shape), causal, q.data_ptr()))
-        return impl(q, k, v, causal, scale, backend, lens)
+        return impl(q, k, v, causal, scale, backend, lens, pages)
 
     monkeypatch.setattr(api, "_attention_fwd_impl", spy)
     g = torch.Generator().manual_seed(3)
@@ -144,9 +144,9 @@ def test_few_rows_group_the_keys_every_row_sees(monkeypatch):
     seen = []
     impl = api._attention_fwd_impl
 
-    def spy(q, k, v, causal, scale, backend, lens=None):
+    def spy(q, k, v, causal, scale, backend, lens=None, pages=None):
         seen.append((tuple(q.shape), k.shape[1], causal))
-        return impl(q, k, v, causal, scale, backend, lens)
+        return impl(q, k, v, causal, scale, backend, lens, pages)
 
     g = torch.Generator().manual_seed(5)
     q = torch.randn(2, 3, 8, 64, generator=g).to(torch.bfloat16)
@@ -203,9 +203,9 @@ def test_ragged_cache_takes_the_paths_its_counts_allow(monkeypatch):
     seen = []
     impl = api._attention_fwd_impl
 
-    def spy(q, k, v, causal, scale, backend, lens=None):
+    def spy(q, k, v, causal, scale, backend, lens=None, pages=None):
         seen.append((tuple(q.shape), causal, None if lens is None else lens.tolist()))
-        return impl(q, k, v, causal, scale, backend, lens)
+        return impl(q, k, v, causal, scale, backend, lens, pages)
 
     monkeypatch.setattr(api, "_attention_fwd_impl", spy)
     monkeypatch.setattr(api, "GROUPED_CAUSAL_KEYS", 1)
@@ -250,3 +250,31 @@ def test_ragged_cache_refuses_what_it_cannot_do():
     f = lambda lens: tiles.attention(q, k, v, backend="interp", cache_seqlens=lens)  # noqa: E731
     got = torch.compile(f, backend="aot_eager", fullgraph=True)(torch.tensor([2 ** 32 + 5, -1]))
     assert torch.equal(got, f(torch.tensor([30, 0])))
+
+
+def test_paged_cache_is_the_contiguous_cache_it_holds(monkeypatch):
+    """block_table: decode rows grouped (a view of q) with the counts and the table handed to the kernel;
+    each answer bitwise the call on the contiguous cache the pages hold, and the same under torch.compile
+    (fullgraph). Entries past a sequence's count may name no page (here -1)."""
+    seen = []
+    impl = api._attention_fwd_impl
+
+    def spy(q, k, v, causal, scale, backend, lens=None, pages=None):
+        seen.append((tuple(q.shape), tuple(k.shape), None if pages is None else pages.tolist()))
+        return impl(q, k, v, causal, scale, backend, lens, pages)
+
+    g = torch.Generator().manual_seed(14)
+    q = torch.randn(2, 1, 8, 64, generator=g).to(torch.bfloat16)
+    cache = [torch.randn(2, 512, 2, 64, generator=g).to(torch.bfloat16) for _ in range(2)]
+    lens = torch.tensor([300, 256], dtype=torch.int32)
+    table = torch.tensor([[3, 0], [1, -1]], dtype=torch.int32)
+    pools = [torch.zeros(4, 256, 2, 64, dtype=torch.bfloat16) for _ in range(2)]
+    for pool, c in zip(pools, cache):
+        pool[3], pool[0], pool[1] = c[0, :256], c[0, 256:], c[1, :256]
+    want = tiles.attention(q, *cache, causal=True, backend="interp", cache_seqlens=lens)
+    monkeypatch.setattr(api, "_attention_fwd_impl", spy)
+    got = tiles.attention(q, *pools, causal=True, backend="interp", cache_seqlens=lens, block_table=table)
+    assert seen == [((2, 4, 2, 64), (4, 256, 2, 64), [[3, 0], [1, -1]])] and torch.equal(got, want)
+    monkeypatch.undo()
+    f = lambda t: tiles.attention(q, *pools, backend="interp", cache_seqlens=lens, block_table=t)  # noqa: E731
+    assert torch.equal(torch.compile(f, backend="aot_eager", fullgraph=True)(table), want)

@@ -379,7 +379,7 @@ def test_let_names_expressions_in_the_text_only():
     (lambda k: [k.let(k.program_id(0) * 2, "r"), k.let(k.program_id(0) * 3, "r")], "already names"),
     (lambda k: k.let(k.program_id(0) * 2, "X"), "already names an argument"),
     (lambda k: k.let(k.program_id(0) * 2, "BM"), "already names an argument"),
-    (lambda k: [k.let(i * 2, "ri") for i in k.range(3)], "program ids and sizes only"),
+    (lambda k: k.let(k.program_id(0) * 2.5, "half"), "takes an integer"),
     (lambda k: k.let(k.program_id(0) * 2), "give the name"),
     (lambda k: k.let(k.program_id(0) * 2, "pid0"), "already names"),
     (lambda k: k.let(k.program_id(0) * 2, "t0"), "already names"),

@@ -52,7 +52,8 @@ ATTENTION_BWD = ("attention_bwd_prep", "attention_bwd_dkdv", "attention_bwd_dq")
 
 
 def _attention_fwd_impl(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float,
-                        backend: str, cache_seqlens: Optional[torch.Tensor] = None) -> tuple[torch.Tensor, torch.Tensor]:
+                        backend: str, cache_seqlens: Optional[torch.Tensor] = None,
+                        block_table: Optional[torch.Tensor] = None) -> tuple[torch.Tensor, torch.Tensor]:
     for n, t in (("q", q), ("k", k), ("v", v)):
         validate.aligned(n, t)
     B, Sq, H, D = q.shape
@@ -62,9 +63,11 @@ def _attention_fwd_impl(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causa
         return out, lse
     if k.shape[1] == 0:  # no keys at all: every row is fully masked
         return out.zero_(), lse.fill_(float("inf"))
-    lens = () if cache_seqlens is None else (cache_seqlens,)  # KLen: each sequence's key count
-    _launch(backend, attention_fwd, dict(D=D, causal=causal, Sq=Sq, Sk=k.shape[1]),
-            q, k, v, out, lse, scale, *lens, causal=causal, D=D)
+    # KLen: each sequence's key count; Pages: a paged cache's table (the key capacity its pages hold)
+    extra = tuple(t for t in (cache_seqlens, block_table) if t is not None)
+    keys = k.shape[1] * (1 if block_table is None else block_table.shape[1])
+    _launch(backend, attention_fwd, dict(D=D, causal=causal, Sq=Sq, Sk=keys),
+            q, k, v, out, lse, scale, *extra, causal=causal, D=D)
     return out, lse
 
 
@@ -72,7 +75,7 @@ _attention_fwd = torch.library.custom_op("tiles::attention_fwd", _attention_fwd_
 
 
 @_attention_fwd.register_fake
-def _(q, k, v, causal, scale, backend, cache_seqlens=None):
+def _(q, k, v, causal, scale, backend, cache_seqlens=None, block_table=None):
     B, Sq, H, D = q.shape
     return q.new_empty(q.shape), q.new_empty((B, H, Sq), dtype=torch.float32)  # contiguous, as the real op's
 
@@ -115,7 +118,7 @@ def _(do, q, k, v, out, lse, dlse, causal, scale, backend):
 
 
 def _attn_setup(ctx, inputs, output):
-    q, k, v, causal, scale, backend, cache_seqlens = inputs
+    q, k, v, causal, scale, backend, cache_seqlens, _ = inputs  # a block table comes with counts
     out, lse = output
     ctx.save_for_backward(q, k, v, out, lse)
     ctx.causal, ctx.scale, ctx.backend = causal, scale, backend
@@ -141,7 +144,7 @@ def _attn_backward(ctx, dout, dlse):
         dq, dk, dv = bwd(dout, q, k, v, out, lse, dlse, ctx.causal, ctx.scale, ctx.backend)
     if second:
         dq, dk, dv = _first_order("tiles.attention", dq, dk, dv)
-    return dq, dk, dv, None, None, None, None
+    return dq, dk, dv, None, None, None, None, None
 
 
 def _first_order(op: str, *grads):
@@ -158,7 +161,7 @@ _attention_fwd.register_autograd(_attn_backward, setup_context=_attn_setup)
 
 
 def attention(q, k, v, causal: bool = False, scale: Optional[float] = None, backend: Optional[str] = None,
-              return_lse: bool = False, cache_seqlens=None):
+              return_lse: bool = False, cache_seqlens=None, block_table=None):
     """Scaled dot-product attention, FlashAttention's layout.
 
     q: (batch, seq_q, heads, head_dim); k, v: (batch, seq_k, kv_heads, head_dim), kv_heads dividing
@@ -183,15 +186,28 @@ def attention(q, k, v, causal: bool = False, scale: Optional[float] = None, back
     a decode loop whose counts change in place. The counts must lie in [0, seq_k]: checked on the host (one
     synchronization) except under CUDA graph capture or torch.compile, where a count outside is clamped to
     that range. Forward only: with cache_seqlens, q, k and v may not require grad. Without it, every
-    sequence has seq_k keys, and a cache sliced to its length (k_cache[:, :L]) is read in place.
+    sequence has seq_k keys, and a cache sliced to its length (k_cache[:, :L]) is read in place. The
+    cache's rows past a count are never read into the arithmetic (they may hold anything, NaN included).
+
+    `block_table`: a paged cache (vLLM's layout), with cache_seqlens. k and v are then a pool of pages,
+    (pages, page_size, kv_heads, head_dim), page_size a multiple of 256, and block_table (batch, pages a
+    sequence) int32 or int64 names the pool's pages that hold each sequence's keys in order: keys
+    [j · page_size, (j + 1) · page_size) of sequence b are in page block_table[b, j]. The entries a
+    count reaches must name pages of the pool (checked as the counts are; clamped into it where not).
     """
-    q, k, v, scale, device = validate.attention(q, k, v, causal, scale, backend)
+    paged = block_table is not None
+    q, k, v, scale, device = validate.attention(q, k, v, causal, scale, backend, paged=paged)
     validate.flag("return_lse", return_lse)
     B, Sq, H, D = q.shape
     Sk, Hkv = k.shape[1], k.shape[2]
-    lens = None
+    lens = pages = None
+    if paged and cache_seqlens is None:
+        raise ValueError("block_table takes cache_seqlens with it: each sequence's key count in its pages")
     if cache_seqlens is not None:
-        lens = validate.cache_seqlens(cache_seqlens, B, Sk, device)
+        capacity = Sk * (validate.as_tensor("block_table", block_table).shape[-1] if paged else 1)
+        lens = validate.cache_seqlens(cache_seqlens, B, capacity, device)
+        if paged:
+            pages = validate.block_table(block_table, lens, B, k.shape[0], Sk, device)
         if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
             raise ValueError("attention with cache_seqlens is forward only (decode, prefill into a cache): q, k and v "
                              "may not require grad; call it under torch.no_grad(), or slice each sequence's keys "
@@ -203,9 +219,9 @@ def attention(q, k, v, causal: bool = False, scale: Optional[float] = None, back
     if Sq == 1:  # decode: aligned bottom-right, the one query row sees every key, so the mask is void
         causal = False
     if _groups(Sq, Sk, H, Hkv, causal, lens is not None):
-        out, lse = _grouped(q, k, v, causal, scale, b.name, lens)
+        out, lse = _grouped(q, k, v, causal, scale, b.name, lens, pages)
     else:
-        out, lse = _fwd(q, k, v, causal, scale, b.name, lens)
+        out, lse = _fwd(q, k, v, causal, scale, b.name, lens, pages)
     return (out, lse) if return_lse else out
 
 
@@ -229,24 +245,25 @@ def _groups(Sq: int, Sk: int, H: int, Hkv: int, causal: bool, ragged: bool = Fal
     return not causal or Sk - Sq + 1 >= max(GROUPED_CAUSAL_KEYS, 1)  # the grouped call has a key for every row
 
 
-def _fwd(q, k, v, causal, scale, backend, lens=None):
-    tensors = (q, k, v) + (() if lens is None else (lens,))
+def _fwd(q, k, v, causal, scale, backend, lens=None, pages=None):
+    tensors = (q, k, v) + tuple(t for t in (lens, pages) if t is not None)
     fwd = _attention_fwd_impl if _direct(*tensors) else _attention_fwd
-    return fwd(q, k, v, causal, scale, backend, lens)
+    return fwd(q, k, v, causal, scale, backend, lens, pages)
 
 
-def _grouped(q, k, v, causal, scale, backend, lens=None):
+def _grouped(q, k, v, causal, scale, backend, lens=None, pages=None):
     """The forward with GQA's query heads as rows: (out, lse) as the call on q as given would return them.
 
     Causal, row s (of Sq) sees keys up to Sk - Sq + s: the first Sk - Sq + 1 keys are seen by every row, so
     they take one grouped call without a mask. The last Sq - 1 keys take a causal call on the rows as given
     (bottom-right over those keys, row s sees the first s of them: the same mask), and the two merge by
     their log-sum-exp, as the kernels merge the parts of a split key range. With `lens` (each sequence's
-    key count; not causal) the grouped rows of a sequence share its count, as its query heads do."""
+    key count; not causal) the grouped rows of a sequence share its count, as its query heads do, and
+    with `pages` its paged cache's table."""
     B, Sq, H, D = q.shape
     Sk, Hkv = k.shape[1], k.shape[2]
     seen = Sk - Sq + 1 if causal else Sk
-    out, lse = _fwd(_grouped_rows(q, Hkv), k[:, :seen], v[:, :seen], False, scale, backend, lens)
+    out, lse = _fwd(_grouped_rows(q, Hkv), k[:, :seen], v[:, :seen], False, scale, backend, lens, pages)
     out, lse = _ungrouped(out, lse, Sq, H)
     if seen < Sk:
         out, lse = _merge(out, lse, *_fwd(q, k[:, seen:], v[:, seen:], True, scale, backend))

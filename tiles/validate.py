@@ -145,7 +145,9 @@ def index_range(name: str, t: torch.Tensor, limit) -> None:
         )
 
 
-def attention(q, k, v, causal, scale_, backend_name):
+def attention(q, k, v, causal, scale_, backend_name, paged: bool = False):
+    """The checks of tiles.attention's tensors; `paged`: k and v are a pool of pages (pages, page size,
+    kv_heads, head_dim), which need not share q's batch size."""
     q, k, v = as_tensor("q", q), as_tensor("k", k), as_tensor("v", v)
     flag("causal", causal)
     for n, t in (("q", q), ("k", k), ("v", v)):
@@ -154,8 +156,11 @@ def attention(q, k, v, causal, scale_, backend_name):
     same_dtype(("q", "k", "v"), (q, k, v))
     device = same_device(("q", "k", "v"), (q, k, v))
     B, Sq, H, D = q.shape
-    if k.shape[0] != B or v.shape[0] != B:
+    if not paged and (k.shape[0] != B or v.shape[0] != B):
         raise ValueError(f"q, k and v must share the batch size; got {B}, {k.shape[0]}, {v.shape[0]}")
+    if paged and k.shape[:2] != v.shape[:2]:
+        raise ValueError(f"k and v must be pools of the same pages; got k {tuple(k.shape[:2])}, v {tuple(v.shape[:2])} "
+                         f"(pages, page size)")
     if D not in HEAD_DIMS:
         raise ValueError(f"q's head_dim is {D}; supported head dims: {HEAD_DIMS}")
     if k.shape[3] != D or v.shape[3] != D:
@@ -203,6 +208,47 @@ def cache_seqlens(lens, batch: int, seq_k: int, device):
     if lens.dtype != torch.int32:  # clamped before the narrowing, which would wrap a count past int32
         lens = lens.clamp(0, seq_k)
     return lens.to(device=device, dtype=torch.int32).contiguous()
+
+
+PAGE_MULTIPLE = 256  # a paged cache's page size is a multiple of every backend's key block
+
+
+def block_table(table, lens, batch: int, pages: int, page_size: int, device):
+    """A paged cache's table, (batch, pages a sequence) int32 or int64 on q's device (or the CPU), as int32:
+    entry j of row b is the page of the pool holding sequence b's keys [j · page_size, (j + 1) · page_size).
+    The entries a sequence's count reaches (`lens`, already checked) must name pages of the pool, checked
+    on the host with the counts (not under capture or torch.compile, where the kernels clamp them)."""
+    table = as_tensor("block_table", table)
+    if table.dtype not in (torch.int32, torch.int64):
+        raise TypeError(f"block_table must be an int32 or int64 tensor, got {table.dtype}")
+    if table.dim() != 2 or table.shape[0] != batch or table.shape[1] == 0:
+        raise ValueError(f"block_table must have a row of page numbers per sequence, shape ({batch}, pages a "
+                         f"sequence); got {tuple(table.shape)}")
+    if table.requires_grad:
+        raise ValueError("block_table holds page numbers: it cannot require grad")
+    if page_size % PAGE_MULTIPLE:
+        raise ValueError(f"a paged cache's page size (k.shape[1]) must be a multiple of {PAGE_MULTIPLE}, the key "
+                         f"blocks of every backend; got {page_size}")
+    on_host = table.device.type == "cpu"
+    if table.device != device and not on_host:
+        raise ValueError(f"block_table is on {table.device}, q on {device}: pass it on q's device (or on the CPU)")
+    compiling = "torch._dynamo" in sys.modules and torch.compiler.is_compiling()
+    capturing = (not compiling and device.type == "cuda" and torch.cuda.is_available()
+                 and torch.cuda.is_current_stream_capturing())
+    if capturing and on_host and device.type != "cpu":
+        raise ValueError("block_table is on the CPU while a CUDA graph is captured: the graph would keep the table "
+                         "of the capture; pass it on q's device and update it in place between replays")
+    if batch and not compiling and not capturing:
+        used = (torch.arange(table.shape[1], device=table.device)[None, :] * page_size
+                < lens.to(table.device)[:, None])  # the entries each count reaches
+        bad = used & ((table < 0) | (table >= pages))
+        if bool(bad.any()):
+            b, j = (int(x) for x in bad.nonzero()[0])
+            raise ValueError(f"block_table[{b}, {j}] = {int(table[b, j])} is no page of the pool (k holds {pages} "
+                             f"pages); the entries a sequence's count reaches must lie in [0, {pages})")
+    if table.dtype != torch.int32:  # clamped before the narrowing, which would wrap a number past int32
+        table = table.clamp(-1, pages)
+    return table.to(device=device, dtype=torch.int32).contiguous()
 
 
 def gemm(a, b, out_dtype):

@@ -31,12 +31,14 @@ def t(*shape, dtype=torch.bfloat16):
     return torch.empty(shape, dtype=dtype, device="meta")
 
 
-def lower(arch="gfx942", D=128, causal=True, dtype=torch.bfloat16, out=None, H=8, Hkv=2, ragged=False, **tiles):
+def lower(arch="gfx942", D=128, causal=True, dtype=torch.bfloat16, out=None, H=8, Hkv=2, ragged=False, paged=False,
+          **tiles):
     q = t(2, 1000, H, D, dtype=dtype)
-    kv = t(2, 1500, Hkv, D, dtype=dtype)
+    kv = t(2, 1500, Hkv, D, dtype=dtype) if not paged else t(40, 256, Hkv, D, dtype=dtype)  # paged: a pool of pages
     lse = t(2, H, 1000, dtype=torch.float32)
     cfg = {**backends.get("cdna").config("attention_fwd", arch=arch, D=D), **tiles}
-    lens = (t(2, dtype=torch.int32),) if ragged else ()  # KLen: each sequence's key count
+    lens = (t(2, dtype=torch.int32),) if ragged or paged else ()  # KLen: each sequence's key count
+    lens += (t(2, 8, dtype=torch.int32),) if paged else ()  # Pages: each sequence's pages of the pool
     return backends.get("cdna").lower(SUITE["attention_fwd"], q, kv, kv, t(2, 1000, H, D, dtype=out or dtype), lse, D**-0.5,
                                       *lens, causal=causal, D=D, arch=arch, **cfg)
 
@@ -103,6 +105,21 @@ def test_ragged_cache_reads_its_count_once_spill_free(arch, clang, D, causal):
     assert res["lds"] == plain.resources["lds"] and r.vgpr_total <= plain.vgpr_total + 8, (r.summary(), plain.summary())
     assert {m: n for m, n in r.counts.items() if m.startswith("v_mfma")} == {
         m: n for m, n in plain.counts.items() if m.startswith("v_mfma")}
+
+
+@pytest.mark.parametrize("arch,clang", [("gfx942", 22), ("gfx950", 22)])
+@pytest.mark.parametrize("D,causal", [(128, True), (64, False)])
+def test_paged_cache_views_move_with_the_block_spill_free(arch, clang, D, causal):
+    """A paged cache: gK / gV of the first block before the prologue, of the next block at the top of each
+    iteration (its page read from the table); the plain kernel's resources otherwise."""
+    need_clang(clang)
+    low = lower(arch, D, causal, paged=True)
+    assert low.source.count("const gview<2> gK = ") == 2 and "const int page = imax(imin(Pages[" in low.source
+    r = cc.compile_hip(low.source, arch, clang)
+    _, plain = compiled(arch, clang, D, causal)
+    res = r.resources
+    assert res["scratch"] == 0 and res["vgpr_spill"] == 0 and res["sgpr_spill"] == 0, r.summary()
+    assert res["lds"] == plain.resources["lds"] and r.vgpr_total <= plain.vgpr_total + 8, (r.summary(), plain.summary())
 
 
 @pytest.mark.parametrize("arch,clang", TOOLCHAINS)

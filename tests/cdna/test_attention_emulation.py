@@ -27,6 +27,7 @@ static std::vector<uint16_t> Qh, Kh, Vh;
 static std::vector<unsigned char> Oh;
 static std::vector<float> Lh;
 static std::vector<int> KL{KLEN};  // each sequence's key count (attention_fwd's KLen), where it reads one
+static std::vector<int> PG{PAGES};  // a paged cache's table (attention_fwd's Pages), row-major
 static void body() { CALL; }
 static void readf(const char* p, void* d, size_t n) { FILE* f = fopen(p, "rb"); if (!f || fread(d, 1, n, f) != n) { fprintf(stderr, "read %s\n", p); exit(2); } fclose(f); }
 int main(int argc, char** argv) {
@@ -43,8 +44,23 @@ int main(int argc, char** argv) {
 TORCH = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
 
 
+def paged_pool(cache: torch.Tensor, table: torch.Tensor, pages: int) -> torch.Tensor:
+    """A pool of `pages` pages holding sequence b's rows [j · P, (j + 1) · P) of `cache` in page table[b, j]
+    (P = the page size, cache rows / table columns); the pages no sequence holds are NaN."""
+    B, S, Hkv, D = cache.shape
+    P = S // table.shape[1]
+    pool = torch.full((pages, P, Hkv, D), float("nan"), dtype=cache.dtype)
+    for b in range(B):
+        for j in range(table.shape[1]):
+            pool[int(table[b, j])] = cache[b, j * P:(j + 1) * P]
+    return pool
+
+
 def emulate_attention(tmp_path, arch, dtype, out_dtype, B, Sq, Sk, H, Hkv, D, causal, seed=0, check_registers=True,
-                      lens=None, **tiles):
+                      lens=None, table=None, pages=0, **tiles):
+    """(q, k, v, O, L, scale, barriers, lowered, grid) of the forward run on the CPU; with `lens`, each
+    sequence's key count (the cache's rows past it NaN); with `table` as well, k and v reach the kernel
+    as a pool of `pages` pages (paged_pool) and are returned as the contiguous cache they hold."""
     torch.manual_seed(seed)
     dt = TORCH[dtype]
     q = torch.randn(B, Sq, H, D).to(dt)
@@ -56,15 +72,16 @@ def emulate_attention(tmp_path, arch, dtype, out_dtype, B, Sq, Sk, H, Hkv, D, ca
     lse = torch.empty(B, H, Sq, dtype=torch.float32)
     scale = D ** -0.5
     cfg = {**default_tiles(arch, D), **tiles}
-    extra = () if lens is None else (lens,)
-    kern = SUITE["attention_fwd"].trace(q, k, v, o, lse, scale, *extra, causal=causal, D=D, **cfg)
+    extra = tuple(t for t in (lens, table) if t is not None)
+    kk, vv = (k, v) if table is None else (paged_pool(k, table, pages), paged_pool(v, table, pages))
+    kern = SUITE["attention_fwd"].trace(q, kk, vv, o, lse, scale, *extra, causal=causal, D=D, **cfg)
     low = CDNAAttentionLowering(kern, arch, check_registers=check_registers).lower()
-    tensors = {"Q": q, "K": k, "V": v, "O": o, "L": lse, "KLen": lens}
+    tensors = {"Q": q, "K": kk, "V": vv, "O": o, "L": lse, "KLen": lens, "Pages": table}
     call = []
     for kind, x in low.args:
         if kind == "ptr":
             call.append({"Q": "Qh.data()", "K": "Kh.data()", "V": "Vh.data()", "O": f"({'float' if out_dtype == 'f32' else 'u16'}*)Oh.data()",
-                         "L": "Lh.data()", "KLen": "KL.data()"}[x.name])
+                         "L": "Lh.data()", "KLen": "KL.data()", "Pages": "PG.data()"}[x.name])
         elif kind in ("dim", "stride"):
             pname, attr = x.name.split(".")
             t = tensors[pname]
@@ -76,11 +93,12 @@ def emulate_attention(tmp_path, arch, dtype, out_dtype, B, Sq, Sk, H, Hkv, D, ca
     drv = os.path.join(tmp_path, "driver.cpp")
     with open(drv, "w") as f:
         f.write(DRIVER)
-    defines = [f"CALL=kern({', '.join(call)})", f"NQ={q.numel()}", f"NK={k.numel()}", f"NL={lse.numel()}", f"GRID={grid}",
-               f"OUT_BYTES={o.element_size()}", f"KLEN={'0' if lens is None else ','.join(map(str, lens.tolist()))}"]
+    defines = [f"CALL=kern({', '.join(call)})", f"NQ={q.numel()}", f"NK={kk.numel()}", f"NL={lse.numel()}", f"GRID={grid}",
+               f"OUT_BYTES={o.element_size()}", f"KLEN={'0' if lens is None else ','.join(map(str, lens.tolist()))}",
+               f"PAGES={'0' if table is None else ','.join(map(str, table.flatten().tolist()))}"]
     exe = build_host(src, 950 if arch == "gfx950" else 942, defines, main=drv)
     paths = [os.path.join(tmp_path, n) for n in ("q.bin", "k.bin", "v.bin", "out.bin")]
-    for t, p in zip((q, k, v), paths):
+    for t, p in zip((q, kk, vv), paths):
         t.contiguous().view(torch.int16).numpy().tofile(p)
     out = run(exe, *paths)
     raw = np.fromfile(paths[3], dtype=np.uint8)
@@ -138,6 +156,28 @@ def test_emulated_ragged_cache_matches_reference(tmp_path, arch, dtype, B, Sq, S
                                                            causal, lens=lens)
     assert "const int seq_k = " in low.source and "KLen[pid2 * KLen_stride0]" in low.source
     assert not torch.isnan(o.float()).any(), "a query row was never written"
+    check_attention_fwd_ragged(o, lse, q, k, v, lens, causal, scale)
+
+
+PAGED = [
+    # arch, dtype, B, Sq, pages a sequence, page size, H, Hkv, D, causal, each sequence's key count
+    ("gfx942", "bf16", 3, 1, 3, 256, 4, 1, 64, False, [768, 300, 0]),     # decode rows; a count inside a page
+    ("gfx950", "f16", 2, 70, 2, 256, 2, 2, 128, True, [512, 257]),        # causal rows; the second page's first key
+]
+
+
+@pytest.mark.parametrize("arch,dtype,B,Sq,npages,P,H,Hkv,D,causal,lens", PAGED)
+def test_emulated_paged_cache_matches_reference(tmp_path, arch, dtype, B, Sq, npages, P, H, Hkv, D, causal, lens):
+    """A paged cache: each key block's page of the pool read from the table (the views declared where the
+    block's loads are, the next block's in the loop), in a shuffled pool whose other pages and whose rows
+    past each count hold NaN; each sequence against float64 over its own keys."""
+    lens = torch.tensor(lens, dtype=torch.int32)
+    pages = B * npages + 2
+    table = torch.randperm(pages, generator=torch.Generator().manual_seed(4))[:B * npages].view(B, npages).to(torch.int32)
+    q, k, v, o, lse, scale, _, low, _ = emulate_attention(str(tmp_path), arch, dtype, dtype, B, Sq, npages * P, H, Hkv,
+                                                           D, causal, lens=lens, table=table, pages=pages)
+    assert "const int page = imax(imin(Pages[pid2 * Pages_stride0 + blk * Pages_stride1], K_shape0 - 1), 0);" in low.source
+    assert not torch.isnan(o.float()).any(), "a query row was never written, or read a page it does not hold"
     check_attention_fwd_ragged(o, lse, q, k, v, lens, causal, scale)
 
 

@@ -34,6 +34,7 @@ static std::vector<uint16_t> Qh, Kh, Vh;
 static std::vector<float> WSO, WSL, Lh;
 static std::vector<unsigned char> Oh;
 static std::vector<int> KL{KLEN};  // each sequence's key count (attention_fwd's KLen), where it reads one
+static std::vector<int> PG{PAGES};  // a paged cache's table (attention_fwd's Pages), row-major
 static void body() { CALL; }
 static void merge() { MERGE; }
 static void readf(const char* p, void* d, size_t n) { FILE* f = fopen(p, "rb"); if (!f || fread(d, 1, n, f) != n) { fprintf(stderr, "read %s\n", p); exit(2); } fclose(f); }
@@ -54,19 +55,24 @@ int main(int argc, char** argv) {
 '''
 
 
-def lower_split(arch, out, B, Sq, Sk, H, Hkv, D, causal, dtype="bf16", ragged=False):
+def lower_split(arch, out, B, Sq, Sk, H, Hkv, D, causal, dtype="bf16", ragged=False, table=None, pages=0):
     dt = TORCH[dtype]
     q, o = torch.empty(B, Sq, H, D, dtype=dt), torch.empty(B, Sq, H, D, dtype=torch.float32)
-    k = torch.empty(B, Sk, Hkv, D, dtype=dt)
+    k = torch.empty(B, Sk, Hkv, D, dtype=dt) if table is None else torch.empty(pages, Sk // table.shape[1], Hkv, D, dtype=dt)
     lse = torch.empty(B, H, Sq, dtype=torch.float32)
     extra = (torch.empty(B, dtype=torch.int32),) if ragged else ()
+    extra += () if table is None else (table,)
     kern = SUITE["attention_fwd"].trace(q, k, k, o, lse, D ** -0.5, *extra, causal=causal, D=D, **default_tiles(arch, D))
     return CDNAAttentionLowering(kern, arch, split=out).lower()
 
 
-def emulate(tmp_path, arch, dtype, out, B, Sq, Sk, H, Hkv, D, causal, parts, crafted=None, seed=0, lens=None):
+def emulate(tmp_path, arch, dtype, out, B, Sq, Sk, H, Hkv, D, causal, parts, crafted=None, seed=0, lens=None,
+            table=None, pages=0):
     """(q, k, v, O, L, low) of the split kernel in `parts` parts and its merge, run on the CPU; with
-    `crafted` = (ws_o, ws_l), the merge alone on those parts; with `lens`, each sequence's key count."""
+    `crafted` = (ws_o, ws_l), the merge alone on those parts; with `lens`, each sequence's key count, and
+    with `table` too, k and v handed over as a pool of `pages` pages (returned as the cache they hold)."""
+    from .test_attention_emulation import paged_pool
+
     torch.manual_seed(seed)
     dt = TORCH[dtype]
     q = torch.randn(B, Sq, H, D).to(dt)
@@ -75,13 +81,14 @@ def emulate(tmp_path, arch, dtype, out, B, Sq, Sk, H, Hkv, D, causal, parts, cra
         k[b, max(n, 0):], v[b, max(n, 0):] = float("nan"), float("nan")
     ws = torch.empty(B, Sq, H, D, dtype=torch.float32)  # one part's slice: the strides the kernel reads
     lse = torch.empty(B, H, Sq, dtype=torch.float32)
-    low = lower_split(arch, out, B, Sq, Sk, H, Hkv, D, causal, dtype, ragged=lens is not None)
-    tensors = {"Q": q, "K": k, "V": v, "O": ws, "L": lse, "KLen": lens}
+    low = lower_split(arch, out, B, Sq, Sk, H, Hkv, D, causal, dtype, ragged=lens is not None, table=table, pages=pages)
+    kk, vv = (k, v) if table is None else (paged_pool(k, table, pages), paged_pool(v, table, pages))
+    tensors = {"Q": q, "K": kk, "V": vv, "O": ws, "L": lse, "KLen": lens, "Pages": table}
     call = []
     for kind, x in low.args:
         if kind == "ptr":
             call.append({"Q": "Qh.data()", "K": "Kh.data()", "V": "Vh.data()", "O": "WSO.data()", "L": "WSL.data()",
-                         "KLen": "KL.data()"}[x.name])
+                         "KLen": "KL.data()", "Pages": "PG.data()"}[x.name])
         elif kind in ("dim", "stride"):
             pname, attr = x.name.split(".")
             t = tensors[pname]
@@ -97,13 +104,14 @@ def emulate(tmp_path, arch, dtype, out, B, Sq, Sk, H, Hkv, D, causal, parts, cra
     drv = os.path.join(tmp_path, "driver.cpp")
     with open(drv, "w") as f:
         f.write(DRIVER)
-    defines = [f"CALL=kern({', '.join(call)})", f"MERGE={merge}", f"NQ={q.numel()}", f"NK={k.numel()}",
+    defines = [f"CALL=kern({', '.join(call)})", f"MERGE={merge}", f"NQ={q.numel()}", f"NK={kk.numel()}",
                f"NL={lse.numel()}", f"GRID={grid}", f"PARTS={parts}", f"OUT_BYTES={o.element_size()}",
                f"MT={MERGE_THREADS}", f"RUN_KERNEL={int(crafted is None)}",
-               f"KLEN={'0' if lens is None else ','.join(map(str, lens.tolist()))}"]
+               f"KLEN={'0' if lens is None else ','.join(map(str, lens.tolist()))}",
+               f"PAGES={'0' if table is None else ','.join(map(str, table.flatten().tolist()))}"]
     exe = build_host(low.source.replace(low.entry, "kern"), 950 if arch == "gfx950" else 942, defines, main=drv)
     paths = [os.path.join(tmp_path, n) for n in ("q.bin", "k.bin", "v.bin", "out.bin")]
-    for t, p in zip((q, k, v) if crafted is None else crafted, paths):
+    for t, p in zip((q, kk, vv) if crafted is None else crafted, paths):
         (t.contiguous().view(torch.int16) if t.dtype != torch.float32 else t.contiguous()).numpy().tofile(p)
     run(exe, *paths)
     raw = np.fromfile(paths[3], dtype=np.uint8)
@@ -136,6 +144,18 @@ def test_split_ragged_cache_matches_reference(tmp_path):
     q, k, v, o, lse, low = emulate(str(tmp_path), "gfx942", "bf16", "bf16", 4, 2, 700, 4, 1, 64, False, 6, lens=lens)
     assert "const int seq_k = " in low.source
     assert not torch.isnan(o.float()).any(), "an output element was never written"
+    check_attention_fwd_ragged(o, lse, q, k, v, lens, False, 64 ** -0.5)
+
+
+def test_split_paged_cache_matches_reference(tmp_path):
+    """Decode over a paged cache, cut along the keys: each part's first block's page declared before its
+    prologue, the next block's in the loop; a shuffled pool whose other pages hold NaN."""
+    lens = torch.tensor([1024, 300], dtype=torch.int32)
+    table = torch.tensor([[6, 2, 0, 4], [1, 5, 3, 7]], dtype=torch.int32)
+    q, k, v, o, lse, low = emulate(str(tmp_path), "gfx950", "bf16", "bf16", 2, 1, 1024, 4, 1, 64, False, 5, lens=lens,
+                                   table=table, pages=9)
+    assert "const int blk = imin(kb_begin * " in low.source
+    assert not torch.isnan(o.float()).any(), "an output element was never written, or read a page it does not hold"
     check_attention_fwd_ragged(o, lse, q, k, v, lens, False, 64 ** -0.5)
 
 

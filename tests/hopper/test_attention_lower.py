@@ -39,7 +39,7 @@ def _meta(*shape, dtype=torch.bfloat16):
 
 
 def _lower(D=128, causal=True, dtype=torch.bfloat16, options=None, kernel="fwd", launched=False, ragged=False,
-           **over):
+           paged=False, **over):
     """The lowering of one attention kernel; `launched`: with the tile sizes and schedule options the
     backend launches it with (WarpSpecializedLowering.config / SCHEDULES); `ragged`: the forward reading
     each sequence's key count from a tensor (KLen)."""
@@ -59,7 +59,9 @@ def _lower(D=128, causal=True, dtype=torch.bfloat16, options=None, kernel="fwd",
     elif kernel == "dq":
         k = attention_bwd_dq.trace(q, kv, kv, q, lse, lse, q, D ** -0.5, causal=causal, D=D, **over)
     else:
-        lens = (_meta(2, dtype=torch.int32),) if ragged else ()
+        lens = (_meta(2, dtype=torch.int32),) if ragged or paged else ()
+        if paged:  # a pool of 40 pages of 256 keys, 8 pages a sequence
+            kv, lens = _meta(40, 256, 4, D, dtype=dtype), lens + (_meta(2, 8, dtype=torch.int32),)
         k = attention_fwd.trace(q, kv, kv, q, lse, D ** -0.5, *lens, causal=causal, D=D, **over)
     return WarpSpecializedLowering(k, **(options or {})).lower()
 
@@ -91,6 +93,9 @@ CASES = {
     "fwd_d128_causal_ragged_launched": dict(D=128, causal=True, launched=True, ragged=True),
     "fwd_d64_ragged_split": dict(D=64, causal=False, launched=True, ragged=True,
                                  options={"split_tail": True, "tma_store": False}),
+    # a paged cache: the producer reads each key block's page of the pool from the table
+    "fwd_d128_causal_paged_launched": dict(D=128, causal=True, launched=True, paged=True),
+    "fwd_d128_paged_split": dict(D=128, causal=False, launched=True, paged=True, options={"split_tail": True}),
 }
 
 
@@ -331,7 +336,7 @@ def test_bwd_dkdv_holds_scores_transposed(D):
         assert "[hoisted:" not in src and "mma_wait<1>(s);" in src
 
 
-@pytest.mark.parametrize("kernel", ["fwd", "dq", "dkdv", "fused", "fwd_ragged"])
+@pytest.mark.parametrize("kernel", ["fwd", "dq", "dkdv", "fused", "fwd_ragged", "fwd_paged"])
 @pytest.mark.parametrize("options", [None, {"split_tail": True}], ids=["plain", "split"])
 def test_signature_holds_what_the_code_reads_in_the_launch_order(kernel, options):
     """Sizes and strides no statement reads (those of tensors that only TMA maps read, a head_dim fixed
@@ -340,12 +345,19 @@ def test_signature_holds_what_the_code_reads_in_the_launch_order(kernel, options
     import re
     if options and not kernel.startswith("fwd"):
         pytest.skip("the split tail is the forward's")
-    ragged = kernel == "fwd_ragged"
-    low = _lower(D=128, causal=False, kernel=kernel.split("_")[0], launched=True, ragged=ragged,
+    ragged, paged = kernel in ("fwd_ragged", "fwd_paged"), kernel == "fwd_paged"
+    low = _lower(D=128, causal=False, kernel=kernel.split("_")[0], launched=True, ragged=ragged, paged=paged,
                  **({"options": {**options, "peel": True}} if options else {}))
     assert ("const int* __restrict__ KLen" in low.source) == ragged
+    assert ("const int* __restrict__ Pages" in low.source) == paged
     # the ring stage a sequence ends in: K and V rows past its count zeroed by each consumer warpgroup
-    assert ("zero_rows(S.vt[pos.stage], seq_k - (kb * 128), wg_thread(), 128);" in low.source) == ragged
+    assert ("zero_rows(S.vt[pos.stage], seq_k - (kb * 128), wg_thread(), 128);" in low.source) == (ragged and not paged)
+    if paged:  # the page of each key block, read once an iteration by the producer, named in its loads
+        assert "const int page = int_max(int_min(Pages[pid2 * Pages_stride0 + blk * Pages_stride1], K_shape0 - 1), 0);" \
+            in low.source
+        assert "load_async_4d(S.vt[pos.stage], map_V, S.ring.full[pos.stage], 0, pid1 / (Q_shape2 / K_shape2), " \
+            "kb * 128 - first, page);" in low.source
+        assert "zero_rows(S.vt[pos.stage], int_max(seq_k - first, 0) - (kb * 128 - first), wg_thread(), 128);" in low.source
     head = low.source.split(f"{low.entry}(", 1)[1].split(") {", 1)[0]
     params = [p.strip().split()[-1] for p in head.split(",\n")]
     names = {"tma": lambda a: a[1], "tma_vec": lambda a: a[1], "ptr": lambda a: a[1].name,

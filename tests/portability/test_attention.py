@@ -131,6 +131,47 @@ def test_ragged_cache(backend, Sq, H, Hkv, D, causal):
     check_attention_fwd_ragged(out, None, q, k, v, lens, causal and Sq > 1, D ** -0.5)
 
 
+def _paged(cache, table, pages):
+    """The pool of `pages` pages that holds sequence b's rows [j · P, (j + 1) · P) of `cache` in page
+    table[b, j]; the pages no sequence holds are NaN."""
+    B, S, Hkv, D = cache.shape
+    P = S // table.shape[1]
+    pool = torch.full((pages, P, Hkv, D), float("nan"), dtype=cache.dtype, device=cache.device)
+    for b in range(B):
+        for j in range(table.shape[1]):
+            pool[int(table[b, j])] = cache[b, j * P:(j + 1) * P]
+    return pool
+
+
+@pytest.mark.parametrize("Sq,H,Hkv,D,causal", [(1, 8, 2, 128, True), (4, 8, 2, 64, False), (130, 2, 2, 64, True)],
+                         ids=["decode-gqa4", "4rows-gqa4", "130rows-mha-causal"])
+def test_paged_cache(backend, Sq, H, Hkv, D, causal):
+    """A paged cache (block_table): each sequence's keys in pages of a shuffled pool, the pages no sequence
+    holds and the rows past each count NaN. Each sequence against float64 over its own keys; then the
+    counts and the table change in place and the same call follows them."""
+    name, device = backend
+    B, npages, P = 3, 3, 256
+    q, k, v = _inputs(B, Sq, npages * P, H, Hkv, D, torch.bfloat16, device, seed=9)
+    lens = torch.tensor([npages * P, 300, 0], dtype=torch.int32, device=device)
+    for b, n in enumerate(lens.tolist()):
+        k[b, n:], v[b, n:] = float("nan"), float("nan")
+    pages = B * npages + 2
+    g = torch.Generator().manual_seed(10)
+    table = torch.randperm(pages, generator=g)[:B * npages].view(B, npages).to(torch.int32).to(device)
+    pk, pv = _paged(k, table, pages), _paged(v, table, pages)
+    out, lse = tiles.attention(q, pk, pv, causal=causal, backend=name, return_lse=True, cache_seqlens=lens,
+                               block_table=table)
+    assert not torch.isnan(out).any() and not torch.isnan(lse).any()
+    check_attention_fwd_ragged(out, lse, q, k, v, lens, causal and Sq > 1, D ** -0.5)
+    lens.copy_(torch.tensor([257, 768, 5], dtype=torch.int32))
+    table.copy_(torch.randperm(pages, generator=g)[:B * npages].view(B, npages).to(torch.int32))
+    k, v = (torch.nan_to_num(x, nan=0.5) for x in (k, v))  # the rows the new counts reach
+    pk.copy_(_paged(k, table, pages))
+    pv.copy_(_paged(v, table, pages))
+    out = tiles.attention(q, pk, pv, causal=causal, backend=name, cache_seqlens=lens, block_table=table)
+    check_attention_fwd_ragged(out, None, q, k, v, lens, causal and Sq > 1, D ** -0.5)
+
+
 def test_fully_masked_rows_are_zero_with_finite_grads(backend):
     name, device = backend
     q, k, v = _inputs(1, 50, 20, 2, 1, 64, torch.bfloat16, device)

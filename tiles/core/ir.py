@@ -504,8 +504,26 @@ def format_kernel(k: Kernel) -> str:
     if k.constexprs:
         lines.append("  constexpr " + ", ".join(f"{a}={v!r}" for a, v in k.constexprs.items()))
     lines.append(f"  overlap {k.pattern.describe()}")
+    nesting = {}  # loop index -> its depth: a let of loop indices is declared in its innermost loop
+
+    def nest(nodes, d):
+        for n in nodes:
+            if isinstance(n, Loop):
+                nesting[n.index.name] = d
+                nest(n.body, d + 1)
+
+    nest(k.body, 0)
+
+    def home(e):
+        loops = [s.name for s in symbols(e) if s.kind == "loop"]
+        return max(loops, key=lambda x: nesting.get(x, -1)) if loops else None
+
+    def let_line(e, pad):
+        return f"{pad}let {e.label} = {render(Bin(e.op, e.a, e.b), labels=True)}"
+
     for e in k.lets:
-        lines.append(f"  let {e.label} = {render(Bin(e.op, e.a, e.b), labels=True)}")
+        if home(e) is None:
+            lines.append(let_line(e, "  "))
     lines.append("  grid (" + ", ".join(render(g, labels=True) for g in k.grid) + ")")
     for t in k.tiles:
         lines.append(f"  {t.kind:6} {t.name}: {t.type_str()}")
@@ -518,6 +536,7 @@ def format_kernel(k: Kernel) -> str:
                 merge = f", merge={n.merge.text()}" if n.merge is not None else ""
                 lines.append(f"{pad}for {n.index.name} in {kw}({render(n.start, labels=True)}, "
                              f"{render(n.stop, labels=True)}{merge}):")
+                lines.extend(let_line(e, pad + "  ") for e in k.lets if home(e) == n.index.name)
                 body(n.body, depth + 1)
             else:
                 lines.append(f"{pad}{format_op(n)}")

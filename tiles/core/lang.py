@@ -148,7 +148,8 @@ class Builder:
         """`value`, a run-time integer of program ids and sizes, under a name: the IR's text form (the
         header of every generated source) declares `let name = ...` once and says the name wherever the
         value is used; the generated code is the same. The name defaults to the variable assigned
-        (`row0 = k.let(qb * BM)`)."""
+        (`row0 = k.let(qb * BM)`). A value of a loop's index is declared at the top of that loop's body
+        (`let page = ...` of the key block a paged cache holds it in)."""
         e = _int_expr("k.let", value)
         if not isinstance(e, ir.Bin):
             return e  # a size, a program id or a number already reads as itself
@@ -163,9 +164,9 @@ class Builder:
         if name in self._taken or name in {x.label for x in self.lets} or _IR_NAME.fullmatch(name):
             fail("k.let", f"{name!r} already names a tile, an expression or a value of this kernel's IR "
                           f"(pid0..pid2, load tokens t0, t1, ...)")
-        late = [x.name for x in ir.symbols(e) if x.kind not in ("pid", "dim", "stride")]
+        late = [x.name for x in ir.symbols(e) if x.kind not in ("pid", "dim", "stride", "loop")]
         if late:
-            fail("k.let", f"names expressions of program ids and sizes only (declared once, at the top); "
+            fail("k.let", f"names expressions of program ids, sizes and loop indices only; "
                           f"{name} reads {', '.join(sorted(set(late)))}")
         if e.label is not None:  # the same value under a second name: a copy carries it
             e = ir.Bin(e.op, e.a, e.b)

@@ -136,9 +136,11 @@ class Lowering:
         self.k = kernel
         self.arch = arch
         self.env = template_env(self.template_dir) if self.template_dir else None
-        # k.let's values that read a tensor (a sequence's key count): the source declares each once a
-        # program, after its program ids (declarations()), and says its name wherever it is used
-        self.declared = frozenset(id(e) for e in kernel.lets if ir.reads(e))
+        # k.let's values that read a tensor (a sequence's key count) and move with no loop: the source
+        # declares each once a program, after its program ids (declarations()), and says its name
+        # wherever it is used
+        self.declared = frozenset(id(e) for e in kernel.lets
+                                  if ir.reads(e) and not any(s.kind == "loop" for s in ir.symbols(e)))
         if kernel.reads and not self.reads_tensors:
             raise LoweringError(
                 f"{self.backend}: kernel {kernel.name!r} reads elements of {', '.join(p.name for p in kernel.reads)} "
@@ -160,6 +162,38 @@ class Lowering:
             return self.int_call[op].format(a=a, b=b)
 
         return ir.render(e, self.sym_name, call, read=self.read_text, declared=self.declared)
+
+    def with_loop_lets(self, loop: Loop, pad: str, emit, reserved=()) -> list:
+        """The lines `emit()` renders inside `loop`'s body, after declarations of the values k.let named
+        in terms of its index (a paged cache's page of the key block) that those lines use, in the
+        kernel's order: `const int page = ...;`, said by name below. A name the generated code uses
+        itself (`reserved`) is refused."""
+        import re
+
+        lets = [e for e in self.k.lets if (lambda xs: xs and all(x == loop.index.name for x in xs))(
+            [x.name for x in ir.symbols(e) if x.kind == "loop"])]
+        saved = self.declared
+        try:
+            self.declared = saved | {id(e) for e in lets}
+            body = emit()
+            decls = []
+            for i, e in enumerate(lets):  # each in terms of the ones before it
+                self.declared = saved | {id(x) for x in lets[:i]}
+                value = ir.Bin(e.op, e.a, e.b)
+                decls.append((e.label, f"{pad}const int {e.label} = {self.expr(value)};  // let {e.label} = "
+                                       f"{ir.render(value, labels=True)}"))
+        finally:
+            self.declared = saved
+        code = lambda line: line.split("//", 1)[0]  # noqa: E731  (a name in a comment is not a use)
+        kept, text = [], "\n".join(code(line) for line in body)
+        for name, line in reversed(decls):  # the ones the body, or a kept declaration, reads
+            if re.search(rf"\b{name}\b", text):
+                if name in reserved:
+                    raise LoweringError(f"{self.backend}: kernel {self.k.name!r}: k.let names a value {name!r}, a "
+                                        f"name the generated code uses itself: choose another")
+                kept.insert(0, line)
+                text += "\n" + code(line).split("=", 1)[1]
+        return kept + body
 
     def declarations(self, reserved=()) -> list:
         """`const int name = value;` for each value of self.declared, in the kernel's order; a name the

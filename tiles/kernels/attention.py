@@ -28,27 +28,51 @@ def _kv_blocks(k, row0, BM, BN, Sq, Sk, causal):
     return k.max(k.min(n, k.cdiv(row0 + BM + Sk - Sq, BN)), 0)
 
 
-def _seq_k(k, K, KLen, b):
+def _seq_k(k, K, KLen, b, Pages=None):
     """The keys sequence b attends: all of K's rows, or (a cache of ragged lengths) the first KLen[b],
-    clamped to K's rows so that no length reads past the cache."""
+    clamped to the cache's keys (K's rows, or a paged cache's Pages.shape[1] pages of K.shape[1] keys)
+    so that no count reads past it."""
     if KLen is None:
         return K.shape[1]
-    return k.let(k.max(k.min(k.read(KLen, b, bound=K.shape[1]), K.shape[1]), 0), "seq_k")
+    keys = K.shape[1] if Pages is None else Pages.shape[1] * K.shape[1]
+    return k.let(k.max(k.min(k.read(KLen, b, bound=keys), keys), 0), "seq_k")
+
+
+def _kv_windows(k, K, V, KLen, Pages, b, hk, Sk, j, BN):
+    """(K's window, V's window, the row of key block j in them) for sequence b and key / value head hk.
+    A cache of ragged lengths stops its windows at the sequence's count (K[b, :Sk, hk, :]): a tile that
+    runs past it reads zeros there, as past the tensor's end, whatever the cache holds (NaN included:
+    it would meet P's exact zeros in P V). A paged cache (Pages (B, pages) int32, K (pages in the
+    pool, page size, H_kv, D)) holds key block j in page Pages[b, j · BN / page size] of the pool; the
+    page size is a multiple of BN, so a block lies in one page, and the page number read is clamped
+    into the pool."""
+    if Pages is None:
+        if KLen is None:
+            return K[b, :, hk, :], V[b, :, hk, :], j * BN
+        return K[b, :Sk, hk, :], V[b, :Sk, hk, :], j * BN
+    size = K.shape[1]
+    blk = k.let(k.min((j * BN) // size, Pages.shape[1] - 1))  # an entry of the table (a fetch past the end stays in it)
+    page = k.let(k.max(k.min(k.read(Pages, b, blk, bound=K.shape[0]), K.shape[0] - 1), 0))
+    first = k.let(blk * size)  # the page's first key
+    stop = k.max(Sk - first, 0)  # the sequence's keys in this page
+    return K[page, :stop, hk, :], V[page, :stop, hk, :], j * BN - first
 
 
 @kernel(overlap=PingPong(stages=2))
-def attention_fwd(k, Q, K, V, O, L, scale, KLen=None, *, causal, D, BM=128, BN=128):
+def attention_fwd(k, Q, K, V, O, L, scale, KLen=None, Pages=None, *, causal, D, BM=128, BN=128):
     """O = softmax(scale · Q Kᵀ) V per (batch, head); L = log-sum-exp of each row (B, H, Sq) f32.
     Query heads share key/value heads in groups of H / H_kv (GQA, MQA). With KLen (B,) int32, sequence
     b attends the first KLen[b] keys of its rows of K and V (a KV cache of ragged lengths); the causal
-    mask then aligns each sequence's rows bottom-right to its own keys."""
+    mask then aligns each sequence's rows bottom-right to its own keys. With Pages (B, pages) int32 as
+    well, K and V are a pool of pages (pages, page size, H_kv, D) and sequence b's keys are in the pool's
+    pages Pages[b, 0], Pages[b, 1], ... (a paged cache; the page size a multiple of BN)."""
     Bsz, Sq, H = Q.shape[0], Q.shape[1], Q.shape[2]
     Hkv = K.shape[2]
     k.grid(k.cdiv(Sq, BM), H, Bsz)
     qb, h, b = k.program_id(0), k.program_id(1), k.program_id(2)
     hk = k.let(h // (H // Hkv))  # the key / value head (named in the IR's text form)
     row0 = k.let(qb * BM)
-    Sk = _seq_k(k, K, KLen, b)
+    Sk = _seq_k(k, K, KLen, b, Pages)
 
     q = k.shared(BM, D, Q.dtype)
     kt = k.shared(BN, D, K.dtype)
@@ -67,12 +91,10 @@ def attention_fwd(k, Q, K, V, O, L, scale, KLen=None, *, causal, D, BM=128, BN=1
     fill(m, M_INIT)
     # the key blocks may be cut into parts (the last wave of a persistent walk, short grids):
     # each part's O, normalized by its own sum, and L merge by their log-sum-exp
-    # a cache's rows past a sequence's count read as zeros (Kc[:Sk]), as past the tensor's end: whatever
-    # a cache holds there (NaN included) meets probabilities of exactly 0 in P V
-    Kc, Vc = (K[b, :, hk, :], V[b, :, hk, :]) if KLen is None else (K[b, :Sk, hk, :], V[b, :Sk, hk, :])
     for j in k.pipeline(_kv_blocks(k, row0, BM, BN, Sq, Sk, causal), merge=k.lse_merge(O, L)):
-        wait(load_async(kt, Kc, row=j * BN, col=0),
-             load_async(vt, Vc, row=j * BN, col=0))
+        Kc, Vc, row = _kv_windows(k, K, V, KLen, Pages, b, hk, Sk, j, BN)
+        wait(load_async(kt, Kc, row=row, col=0),
+             load_async(vt, Vc, row=row, col=0))
         mma(s, q, kt, tb=True, accumulate=False)
         mul(s, s, scale * LOG2E)
         mask_cols(s, j * BN, Sk)

@@ -333,7 +333,7 @@ class CDNAAttentionLowering(Lowering):
     def expr(self, e) -> str:
         # a loop index spelled as a number (the prologue's tile 0) is folded: `0`, not `0 * 64`
         ints = {k: int(v) for k, v in self.subst.items() if v.lstrip("-").isdigit()}
-        return super().expr(ir.fold(ir.as_expr(e), ints) if ints else e)
+        return super().expr(ir.fold(ir.as_expr(e), ints, keep=self.declared) if ints else e)
 
     def fexpr(self, e) -> str:
         c = _float(e)
@@ -527,17 +527,19 @@ class CDNAAttentionLowering(Lowering):
         sched = cfg.schedule()
         sch.check(sched)
         loop = g["loop"]
-        for v in (g["lk"].ins[0], g["lv"].ins[0]):
-            if any(s.kind == "loop" for x in v.index if x is not None for s in ir.symbols(x)):
-                self._fail("the K/V views may not depend on the loop index")
+        kv = (g["lk"].ins[0], g["lv"].ins[0])
+        # K / V views that move with the key block (a paged cache: each block's page of the pool) are
+        # declared where the block's loads are: before the prologue, and for the next block in the loop
+        moving = any(s.kind == "loop" for v in kv for x in v.index + v.stops if x is not None for s in ir.symbols(x))
         if self.expr(g["lk"].attrs["col"]) != "0" or self.expr(g["lv"].attrs["col"]) != "0" or self.expr(g["lq"].attrs["col"]) != "0":
             self._fail("tiles span the whole head dimension (col=0)")
         # views, named by role
         self.viewname = {}
         views = []
-        for nm, v, eb in (("gQ", g["lq"].ins[0], 2), ("gK", g["lk"].ins[0], 2), ("gV", g["lv"].ins[0], 2)):
+        for nm, v, eb in (("gQ", g["lq"].ins[0], 2), ("gK", kv[0], 2), ("gV", kv[1], 2)):
             self.viewname[id(v)] = nm
-            views += self.view_decl(nm, v, eb)
+            if not (moving and v in kv):
+                views += self.view_decl(nm, v, eb)
         ob = {"f32": 4, "bf16": 2, "f16": 2}[O.dtype.name]
         for n in g["post"]:
             if n.name == "store":
@@ -604,8 +606,26 @@ class CDNAAttentionLowering(Lowering):
                     lines += [x.format(row=row, rowv=rowv, buf=buf) for x in steps[(st.kind, st.operand)]]
             return lines
 
-        prologue = render_steps(sched.prologue, "prologue")
-        clusters = [(c.name, c.kind, render_steps(c.steps, "loop")) for c in sched.body]
+        pro_views, loop_views = [], []
+        if moving:  # gK, gV of the block the loads fetch: the first one's, then in the loop the next one's
+            def block_views(which, note):
+                return self._with({idx: which}, lambda: self.with_loop_lets(loop, "", lambda: [
+                    line for nm, v in (("gK", kv[0]), ("gV", kv[1])) for line in self.view_decl(nm, v, 2, note)],
+                    TEMPLATE_NAMES | {idx}))
+            pro_views = block_views(first, f" at {idx} = {first}")
+            loop_views = block_views("kb_next", f" at {idx} = kb_next (the block this iteration fetches)")
+
+        def declaring(lines, fn):  # fn() rendered where `lines` declared the values k.let named
+            names = {ln.split()[2] for ln in lines if ln.startswith("const int ")}
+            saved = self.declared
+            self.declared = saved | {id(e) for e in self.k.lets if e.label in names}
+            try:
+                return fn()
+            finally:
+                self.declared = saved
+
+        prologue = pro_views + declaring(pro_views, lambda: render_steps(sched.prologue, "prologue"))
+        clusters = declaring(loop_views, lambda: [(c.name, c.kind, render_steps(c.steps, "loop")) for c in sched.body])
         stop = self.expr(loop.stop)
         args = self.launch_args()
         arg_decls = self.arg_decls(
@@ -627,7 +647,7 @@ class CDNAAttentionLowering(Lowering):
             q_row=self.rows(g["lq"].attrs["row"]), q_name=q, H=self.sym_name(Q.dims[2]), Hkv=self.sym_name(K.dims[2]),
             conflicts=cfg.conflicts(), swk=cfg.swizzle_k, swv=cfg.swizzle_v, mfma=cfg.mfma.mnemonic(dt),
             split=bool(self.split), merge_out=self.split, merge_out_t="float" if self.split == "f32" else "u16",
-            merge_threads=MERGE_THREADS, o_name=O.name, l_name=L.name)
+            merge_threads=MERGE_THREADS, o_name=O.name, l_name=L.name, loop_views=loop_views)
         split = None if not self.split else {"merge": name + "_merge", "out": self.split, "block": MERGE_THREADS}
         return self._lowered(cfg, source, TEMPLATE_VERSION, sched.name, [Q, K, V], [O, L], schedule_obj=sched,
                              split=split)

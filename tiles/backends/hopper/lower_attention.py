@@ -529,8 +529,8 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
                     staged = [self.var(x.outs[0]) for x in loads] + [f"S.{self.vec_tma[id(x)]}[pos.stage]" for x in vecs]
                     lines.append(f"{pad}  wait(S.ring.empty[pos.stage], pos.phase ^ 1);  // a fresh ring counts as released")
                     lines.append(f"{pad}  expect_tiles(S.ring.full[pos.stage], {', '.join(staged)});")
-                    for x in loads:
-                        lines += [pad + "  " + line for line in self.producer_load(x, "S.ring.full[pos.stage]")]
+                    lines += self.with_loop_lets(n, pad + "  ", lambda: [
+                        pad + "  " + line for x in loads for line in self.producer_load(x, "S.ring.full[pos.stage]")])
                     for x in vecs:
                         m = self.maps[(id(x.ins[0].param), x.outs[0].rows)]
                         lines.append(f"{pad}  // {ir.format_op(x)}")
@@ -593,6 +593,9 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
                 lines.append(f"{pad}if ({i} + 1 == {self.loop_stop}) release(S.once_empty[{self.early[id(t)]}]);  "
                              f"// {t.name} is read no more this tile: the next one loads under the rest")
 
+    def with_loop_lets(self, loop: ir.Loop, pad: str, emit) -> List[str]:
+        return super().with_loop_lets(loop, pad, emit, RESERVED | {"tile", "part", "units", "kb_stop"})
+
     def zero_past_stops(self, pad: str) -> List[str]:
         """After a consumer's wait for a ring stage: the rows of each loop tile whose view stops short
         (K[b, :seq_k, hk, :]) at or past the stop set to zero, in a stage whose box ran past it. TMA
@@ -610,16 +613,27 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
                 self._fail(f"{view.text()}: a window stopped short is taken along its rows, into a ring stage held "
                            "as loaded", o)
             spans.setdefault((self.expr(o.attrs["row"]), self.expr(view.stop(r)), t.rows), []).append(o)
-        lines = []
-        for (row, stop, rows), loads in spans.items():
-            views = ", ".join(o.ins[0].text() for o in loads)
-            lines.append(f"{pad}if ({row} + {rows} > {stop}) {{  // the box runs past {views}: rows from "
-                         f"{stop} read as zeros")
-            lines += [f"{pad}  zero_rows({self.var(o.outs[0])}, {stop} - ({row}), wg_thread(), 128);" for o in loads]
-            lines += [f"{pad}  arch::fence_proxy_async();  // the zeros, seen by the wgmmas' async proxy",
-                      f"{pad}  arch::bar_sync(4 + cw, 128);  // all of this warpgroup's zeros are in",
-                      f"{pad}}}"]
-        return lines
+        if not spans:
+            return []
+
+        def emit(inner):
+            lines = []
+            for (_, _, rows), loads in spans.items():
+                o = loads[0]
+                row, stop = self.expr(o.attrs["row"]), self.expr(o.ins[0].stop(o.ins[0].kept[0]))
+                views = ", ".join(x.ins[0].text() for x in loads)
+                lines.append(f"{inner}if ({row} + {rows} > {stop}) {{  // the box runs past {views}: its rows from "
+                             "the stop on read as zeros")
+                lines += [f"{inner}  zero_rows({self.var(x.outs[0])}, {stop} - ({row}), wg_thread(), 128);" for x in loads]
+                lines += [f"{inner}  arch::fence_proxy_async();  // the zeros, seen by the wgmmas' async proxy",
+                          f"{inner}  arch::bar_sync(4 + cw, 128);  // all of this warpgroup's zeros are in",
+                          f"{inner}}}"]
+            return lines
+
+        lines = self.with_loop_lets(self.loop, pad + "  ", lambda: emit(pad + "  "))
+        if len(lines) == len(emit(pad + "  ")):  # no value of the loop's index named: no scope of its own
+            return emit(pad)
+        return [f"{pad}{{  // the key block's place in its page"] + lines + [f"{pad}}}"]
 
     def op_line(self, n: ir.Op) -> str:
         v = self.var
