@@ -135,7 +135,8 @@ RAGGED = [(8, 32, 8, 1, 8192, 128, True), (32, 32, 8, 1, 4096, 128, True), (8, 3
 
 def ragged():
     """Session 43: a cache of ragged lengths. `api` reads each sequence's count in the kernel
-    (cache_seqlens); `per_sequence` is one call a sequence on its slice (what a caller did before);
+    (cache_seqlens); `paged` the same keys in pages of 256 of a shuffled pool (block_table: the producer
+    reads each block's page; bitwise `api`'s answer); `per_sequence` is one call a sequence on its slice (what a caller did before);
     `whole_cache` the call over every row of the cache (what the counts save); SDPA's backends with a
     key-padding mask (and the lower-right causal bias for several causal rows). Each checked against
     float64 per sequence first; the bytes are those of the keys the counts cover."""
@@ -157,6 +158,16 @@ def ragged():
         fns["per_sequence"] = lambda: [tiles.attention(q[b:b + 1], k[b:b + 1, :n], v[b:b + 1, :n], causal=causal)
                                        for b, n in enumerate(counts)]
         fns["whole_cache"] = lambda: tiles.attention(q, k, v, causal=causal)
+        # the same keys in pages of 256 of a shuffled pool (block_table), and the table's reads with them
+        P = 256
+        npages = Sk // P
+        table = torch.randperm(B * npages, device="cuda", generator=g).view(B, npages).to(torch.int32)
+        pk, pv = (torch.empty(B * npages, P, Hkv, D, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+        pk[table.flatten().long()] = k.view(B * npages, P, Hkv, D)
+        pv[table.flatten().long()] = v.view(B * npages, P, Hkv, D)
+        fns["paged"] = lambda: tiles.attention(q, pk, pv, causal=causal, cache_seqlens=lens, block_table=table)
+        if not torch.equal(fns["paged"](), fns["api"]()):
+            line.append("paged DIFFERS from the contiguous cache")
         try:
             check_attention_fwd_ragged(fns["api"]().cpu(), None, q.cpu(), k.cpu(), v.cpu(), lens.cpu(),
                                        causal and Sq > 1, D ** -0.5)

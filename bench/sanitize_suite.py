@@ -9,7 +9,7 @@ split tail (whole tiles, then parts; parts only).
 `--only decode` runs tiles.attention at decode (session 41-42): grouped query heads on a short grid cut along
 the keys (one program in many parts, a grid as long as its units), MHA at D = 64, and four causal rows (the
 grouped call, the second call on the last keys, the merge), each again over a cache of ragged lengths
-(cache_seqlens: each program reads its count).
+(cache_seqlens: each program reads its count) and in pages of a pool (block_table).
 `--only split` runs the forward with option split_tail (every program in parts, causal parts
 that see no key, and walks with whole tiles first). `--only fused` runs the backward through
 attention_bwd_fused (dQ added by the reducer warp's TMA reduces), D = 64 and 128, causal and not, with GQA and tails, then the split backward at the small
@@ -65,6 +65,15 @@ if only == "decode":  # the api at decode: grouped rows, short grids cut along t
         lens = torch.tensor([0, 128, 2049, Sk][:B] if B > 1 else [Sk - 1], device=dev, dtype=torch.int32)
         tiles.attention(q, k, v, causal=causal, cache_seqlens=lens)
         ran.append(f"ragged_{B}x{Sq}x{Sk}_h{H}/{Hkv}_d{D}")
+        # and in pages of 256 keys of a pool (block_table), entries past a count naming no page (-1)
+        npages = -(-Sk // 256)
+        table = torch.full((B, npages), -1, dtype=torch.int32, device=dev)
+        for b, n in enumerate(lens.tolist()):
+            used = -(-n // 256)
+            table[b, :used] = torch.arange(b * npages, b * npages + used, device=dev, dtype=torch.int32)
+        pool = torch.randn(B * npages, 256, Hkv, D, device=dev, dtype=torch.bfloat16)
+        tiles.attention(q, pool, pool, causal=causal, cache_seqlens=lens, block_table=table)
+        ran.append(f"paged_{B}x{Sq}x{Sk}_h{H}/{Hkv}_d{D}")
     torch.cuda.synchronize()
     print(f"sanitize_suite: ran tiles.attention {', '.join(ran)}")
     sys.exit(0)

@@ -573,3 +573,25 @@ def test_a_window_stopped_short_reads_zeros_past_its_stop():
 
     with pytest.raises(TileError, match="only ':' and ':n' slices"):
         offset_slice.trace(_t(16, 16))
+
+
+def test_let_of_a_loop_index_is_declared_in_the_loop():
+    """k.let of a value that moves with a loop: the IR's text declares it at the top of that loop's body,
+    not in the header, and says its name where it is used."""
+    @tiles.kernel
+    def strided(k, X, Y, *, BM=16):
+        k.grid(1)
+        t = k.reg(BM, 16, tiles.f32)
+        for i in k.range(k.cdiv(X.shape[0], BM)):
+            r = k.let(i * BM, "r")
+            tiles.load(t, X[:, :], row=r, col=0)
+            tiles.store(Y[:, :], t, row=r, col=0)
+
+    x = _t(40, 16)
+    y = torch.full_like(x, float("nan"))
+    backends.get("interp").launch(strided, x, y)
+    assert torch.equal(x, y)
+    text = strided.trace(x, y).text().splitlines()
+    at = next(n for n, line in enumerate(text) if line.strip().startswith("for i in range("))
+    assert text[at + 1] == "    let r = i * 16" and "  let r" not in text[:at]
+    assert "load(t, X[:, :], row=r, col=0)" in text[at + 2]

@@ -318,5 +318,47 @@ def test_ragged_cache_in_a_cuda_graph(Sq, causal):
             lens.copy_(torch.tensor(counts, dtype=torch.int32))
             g.replay()
             torch.cuda.synchronize()
-            check_attention_fwd_ragged(out, None, q, k, v, lens.cpu(), causal and Sq > 1, D ** -0.5)
+            check_attention_fwd_ragged(out.cpu(), None, q.cpu(), k.cpu(), v.cpu(), lens.cpu(), causal and Sq > 1,
+                                       D ** -0.5)
             assert torch.equal(out, tiles.attention(q, k, v, causal=causal, cache_seqlens=lens))
+
+
+def test_paged_cache_in_a_cuda_graph():
+    """Decode over a paged cache as a serving loop runs it: captured once, replayed after the counts and the
+    table change in place (a sequence grows into a new page, pages move in the pool). Each program's producer
+    reads its key blocks' pages from the table; each replay against float64 per sequence over the
+    contiguous cache the pages hold, and bitwise the eager call."""
+    needs.hopper_gpu()
+    import tiles
+    from tests.portability.reference import check_attention_fwd_ragged
+
+    B, npages, P, H, Hkv, D = 3, 8, 256, 32, 8, 128
+    q, k, v = _inputs(B, 1, npages * P, H, Hkv, D, torch.bfloat16, 41)
+    pages = B * npages + 4
+    g = torch.Generator().manual_seed(42)
+
+    def pool_of(cache, table):
+        pool = torch.full((pages, P, Hkv, D), float("nan"), dtype=cache.dtype, device="cuda")
+        for b in range(B):
+            for j in range(npages):
+                pool[int(table[b, j])] = cache[b, j * P:(j + 1) * P]
+        return pool
+
+    table = torch.randperm(pages, generator=g)[:B * npages].view(B, npages).to(torch.int32).cuda()
+    lens = torch.tensor([npages * P, 300, 1], dtype=torch.int32, device="cuda")
+    pk, pv = pool_of(k, table), pool_of(v, table)
+    with torch.no_grad():
+        tiles.attention(q, pk, pv, causal=True, cache_seqlens=lens, block_table=table)
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            out = tiles.attention(q, pk, pv, causal=True, cache_seqlens=lens, block_table=table)
+        for counts in ([1, 2048, 257], [1500, 256, 0]):
+            table.copy_(torch.randperm(pages, generator=g)[:B * npages].view(B, npages).to(torch.int32))
+            lens.copy_(torch.tensor(counts, dtype=torch.int32))
+            pk.copy_(pool_of(k, table))
+            pv.copy_(pool_of(v, table))
+            graph.replay()
+            torch.cuda.synchronize()
+            check_attention_fwd_ragged(out.cpu(), None, q.cpu(), k.cpu(), v.cpu(), lens.cpu(), False, D ** -0.5)
+            assert torch.equal(out, tiles.attention(q, pk, pv, causal=True, cache_seqlens=lens, block_table=table))
