@@ -79,6 +79,10 @@ def cmd_show(args) -> int:
         print("--split shows attention_fwd cut along its keys (hopper, cdna, cdna-emu); the interpreter runs "
               "the parts of `python -m tiles show attention_fwd` itself", file=sys.stderr)
         return 2
+    if args.cache and names != ["attention_fwd"]:
+        print("--cache shows attention_fwd over a KV cache of ragged lengths (ragged) or in pages (paged)",
+              file=sys.stderr)
+        return 2
     if args.emit and (why := _emit_dir(args.emit)):
         print(why, file=sys.stderr)
         return 2
@@ -86,6 +90,8 @@ def cmd_show(args) -> int:
     for n in names:
         kfn = SUITE[n]
         a, kw = ex[n]
+        if args.cache:
+            a = _cache_args(a, args.cache)
         be = backends.get(args.backend)
         kw = dict(kw, **be.config(n, **kw, **({"arch": args.arch} if args.arch else {})))
         if args.backend == "interp":
@@ -122,6 +128,18 @@ def cmd_show(args) -> int:
     return 0
 
 
+def _cache_args(a, cache: str):
+    """attention_fwd's example arguments over a KV cache: each sequence's key count (KLen) and, paged, K and
+    V as a pool of 64 pages of 256 keys with a table of 8 pages a sequence (Pages)."""
+    q, k, v, o, lse, scale = a
+    meta = lambda *shape, dtype=torch.int32: torch.empty(shape, dtype=dtype, device="meta")  # noqa: E731
+    B = q.shape[0]
+    if cache == "paged":
+        k = v = meta(64, 256, k.shape[2], k.shape[3], dtype=k.dtype)
+        return q, k, v, o, lse, scale, meta(B), meta(B, 8)
+    return q, k, v, o, lse, scale, meta(B)
+
+
 def _split_args(be, a, kw):
     """(args, lowering arguments) of `show attention_fwd --split`: the launch a short grid takes (decode),
     cut along the keys. Hopper: the schedule's options with split_tail (whole programs, then parts, and
@@ -135,8 +153,8 @@ def _split_args(be, a, kw):
         if kw.get("causal"):  # the causal pairs are not cut: the heavy-first walk is
             opts["window"] = False
         return a, {"options": opts}
-    q, k, v, o, lse, scale = a
-    return (q, k, v, torch.empty(o.shape, dtype=torch.float32, device="meta"), lse, scale), {"split": "bf16"}
+    q, k, v, o, lse, scale, *cache = a
+    return (q, k, v, torch.empty(o.shape, dtype=torch.float32, device="meta"), lse, scale, *cache), {"split": "bf16"}
 
 
 def cmd_info(args) -> int:
@@ -299,6 +317,9 @@ def main(argv=None) -> int:
     s.add_argument("--split", action="store_true",
                    help="attention_fwd as a grid shorter than the GPU runs it (decode): cut along its keys, with "
                         "the kernel that merges the parts")
+    s.add_argument("--cache", default=None, choices=["ragged", "paged"],
+                   help="attention_fwd over a KV cache: ragged, each sequence's key count read by its programs "
+                        "(cache_seqlens); paged, its keys in pages of a pool as well (block_table)")
     s.add_argument("--emit", default=None, metavar="DIR",
                    help="write a standalone translation unit to DIR: the generated source and every device header "
                         "it includes, built with -I DIR (the command is printed); for interp, the IR text")

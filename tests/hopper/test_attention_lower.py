@@ -257,6 +257,39 @@ def test_cli_show_split_prints_the_cut_forward_and_its_merge(tmp_path):
     assert len(res) == 2 and all(v["spill_stores"] == 0 and v["stack"] == 0 for v in res.values()), r.stderr
 
 
+@pytest.mark.parametrize("backend", ["interp", "hopper", "cdna"])
+def test_cli_show_cache_prints_the_forward_over_a_kv_cache(backend, tmp_path):
+    """`show attention_fwd --cache ragged|paged`: the IR, or the source, of the forward that reads each
+    sequence's key count (and, paged, each key block's page of the pool); the paged Hopper unit emitted
+    builds with nvcc without spills; --cache takes attention_fwd only."""
+    import os
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    run = lambda *a: subprocess.run([sys.executable, "-m", "tiles", "show", *a], capture_output=True, text=True,  # noqa: E731
+                                    cwd=ROOT, env=env)
+    ragged, paged = (run("attention_fwd", "--backend", backend, "--cache", c) for c in ("ragged", "paged"))
+    assert ragged.returncode == 0 and paged.returncode == 0, ragged.stderr + paged.stderr
+    assert "seq_k" in ragged.stdout and "Pages" not in ragged.stdout
+    want = {"interp": "let page = max(min(Pages[pid2, blk], K.shape0 - 1), 0)",
+            "hopper": "const int page = int_max(int_min(Pages[pid2 * Pages_stride0 + blk * Pages_stride1], K_shape0 - 1), 0);",
+            "cdna": "const int page = imax(imin(Pages[pid2 * Pages_stride0 + blk * Pages_stride1], K_shape0 - 1), 0);"}
+    assert want[backend] in paged.stdout, paged.stdout
+    bad = run("attention_bwd_dq", "--backend", backend, "--cache", "paged")
+    assert bad.returncode == 2 and "--cache shows attention_fwd" in bad.stderr
+    if backend != "hopper":
+        return
+    out = tmp_path / "emit"
+    p = run("attention_fwd", "--backend", "hopper", "--cache", "paged", "--split", "--emit", str(out))
+    assert p.returncode == 0, p.stderr
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not on PATH")
+    (src,) = out.glob("tiles_attention_fwd_hopper*.cu")
+    r = subprocess.run(["nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-Xptxas", "-v", "-std=c++17",
+                        f"-I{out}", str(src), "-o", str(tmp_path / "a.cubin")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    res = runtime.parse_ptxas(r.stderr + r.stdout)
+    assert len(res) == 2 and all(v["spill_stores"] == 0 and v["stack"] == 0 for v in res.values()), r.stderr
+
+
 def test_cli_show_errors_and_the_printed_build_command(tmp_path):
     """--emit into something that is not a directory, or --arch for the interpreter: exit status 2 and one
     line. After an emit, the printed build command builds the unit as it stands."""
