@@ -84,6 +84,15 @@ ATTN_CASES = [
     ("block_table pools differ", lambda: ((qkv(B=2)[0], qkv(B=3, S=256)[1], qkv(B=4, S=256)[2]), {
         "cache_seqlens": torch.tensor([3, 4]), "block_table": torch.zeros(2, 1, dtype=torch.int32)}),
      ValueError, "k and v must be pools of the same pages"),
+    ("block_table empty pool", lambda: ((qkv(B=2)[0],) + qkv(B=0, S=256)[1:], {
+        "cache_seqlens": torch.tensor([0, 0]), "block_table": torch.zeros(2, 1, dtype=torch.int32)}),
+     ValueError, "k and v hold no page (k.shape[0] == 0)"),
+    ("block_table past 2^31 keys", lambda: ((qkv(B=2)[0],) + qkv(B=1, S=256)[1:], {
+        "cache_seqlens": torch.tensor([0, 0]), "block_table": torch.zeros(1, 1, dtype=torch.int32).expand(2, 2 ** 23)}),
+     ValueError, "reach past 2^31 keys"),
+    ("block_table 0-d", lambda: ((qkv(B=2)[0],) + qkv(B=1, S=256)[1:], {
+        "cache_seqlens": torch.tensor([0, 0]), "block_table": torch.tensor(0, dtype=torch.int32)}),
+     ValueError, "block_table must have a row of page numbers per sequence, shape (2, pages a sequence); got ()"),
     ("cache_seqlens with grads", lambda: ((qkv(B=2)[0].requires_grad_(),) + qkv(B=2)[1:],
                                           {"cache_seqlens": torch.tensor([3, 4])}), ValueError,
      "attention with cache_seqlens is forward only"),

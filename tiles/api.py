@@ -204,10 +204,11 @@ def attention(q, k, v, causal: bool = False, scale: Optional[float] = None, back
     if paged and cache_seqlens is None:
         raise ValueError("block_table takes cache_seqlens with it: each sequence's key count in its pages")
     if cache_seqlens is not None:
-        capacity = Sk * (validate.as_tensor("block_table", block_table).shape[-1] if paged else 1)
-        lens = validate.cache_seqlens(cache_seqlens, B, capacity, device)
         if paged:
-            pages = validate.block_table(block_table, lens, B, k.shape[0], Sk, device)
+            pages = validate.block_table(block_table, B, k.shape[0], Sk, device)
+        lens = validate.cache_seqlens(cache_seqlens, B, Sk * (pages.shape[1] if paged else 1), device)
+        if paged:
+            pages = validate.block_table_entries(pages, lens, k.shape[0], Sk, device)
         if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
             raise ValueError("attention with cache_seqlens is forward only (decode, prefill into a cache): q, k and v "
                              "may not require grad; call it under torch.no_grad(), or slice each sequence's keys "

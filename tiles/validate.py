@@ -213,11 +213,10 @@ def cache_seqlens(lens, batch: int, seq_k: int, device):
 PAGE_MULTIPLE = 256  # a paged cache's page size is a multiple of every backend's key block
 
 
-def block_table(table, lens, batch: int, pages: int, page_size: int, device):
-    """A paged cache's table, (batch, pages a sequence) int32 or int64 on q's device (or the CPU), as int32:
-    entry j of row b is the page of the pool holding sequence b's keys [j · page_size, (j + 1) · page_size).
-    The entries a sequence's count reaches (`lens`, already checked) must name pages of the pool, checked
-    on the host with the counts (not under capture or torch.compile, where the kernels clamp them)."""
+def block_table(table, batch: int, pages: int, page_size: int, device):
+    """A paged cache's table, (batch, pages a sequence) int32 or int64 on q's device (or the CPU): entry j of
+    row b is the page of the pool holding sequence b's keys [j · page_size, (j + 1) · page_size). Checks
+    its form and the pool's; block_table_entries checks the entries the counts reach."""
     table = as_tensor("block_table", table)
     if table.dtype not in (torch.int32, torch.int64):
         raise TypeError(f"block_table must be an int32 or int64 tensor, got {table.dtype}")
@@ -226,19 +225,31 @@ def block_table(table, lens, batch: int, pages: int, page_size: int, device):
                          f"sequence); got {tuple(table.shape)}")
     if table.requires_grad:
         raise ValueError("block_table holds page numbers: it cannot require grad")
-    if page_size % PAGE_MULTIPLE:
+    if page_size % PAGE_MULTIPLE or page_size == 0:
         raise ValueError(f"a paged cache's page size (k.shape[1]) must be a multiple of {PAGE_MULTIPLE}, the key "
                          f"blocks of every backend; got {page_size}")
-    on_host = table.device.type == "cpu"
-    if table.device != device and not on_host:
+    if pages == 0:
+        raise ValueError("k and v hold no page (k.shape[0] == 0): a paged cache's pool needs one at least")
+    if table.shape[1] * page_size >= 2 ** 31:
+        raise ValueError(f"block_table's {table.shape[1]} pages a sequence of {page_size} keys reach past 2^31 keys, "
+                         f"the kernels' 32-bit key positions")
+    if table.device != device and table.device.type != "cpu":
         raise ValueError(f"block_table is on {table.device}, q on {device}: pass it on q's device (or on the CPU)")
+    return table
+
+
+def block_table_entries(table, lens, pages: int, page_size: int, device):
+    """The table as int32 on q's device, once the entries the counts (`lens`, checked) reach are found to
+    name pages of the pool: on the host (one synchronization), except while a CUDA graph is captured or
+    torch.compile traces, where the kernels clamp them into the pool. The rest of a row is never read."""
+    on_host = table.device.type == "cpu"
     compiling = "torch._dynamo" in sys.modules and torch.compiler.is_compiling()
     capturing = (not compiling and device.type == "cuda" and torch.cuda.is_available()
                  and torch.cuda.is_current_stream_capturing())
     if capturing and on_host and device.type != "cpu":
         raise ValueError("block_table is on the CPU while a CUDA graph is captured: the graph would keep the table "
                          "of the capture; pass it on q's device and update it in place between replays")
-    if batch and not compiling and not capturing:
+    if table.shape[0] and not compiling and not capturing:
         used = (torch.arange(table.shape[1], device=table.device)[None, :] * page_size
                 < lens.to(table.device)[:, None])  # the entries each count reaches
         bad = used & ((table < 0) | (table >= pages))

@@ -298,3 +298,27 @@ def test_show_split_prints_the_parts_and_their_merge(tmp_path):
     src = [p for p in r.stdout.split() if p.endswith(".hip")][0]
     res = cc.compile_hip(open(src).read(), "gfx950", 22)
     assert set(cc.resources_by_function(res.remarks)) == {os.path.basename(src)[:-4], os.path.basename(src)[:-4] + "_merge"}
+
+
+def test_the_launcher_cuts_paged_decode_by_the_keys_a_sequence_holds(monkeypatch):
+    """A paged cache's pool has one page's rows on its key axis: the launcher counts a program's key blocks
+    from the loop's bound (pages a sequence times the page size), so paged decode is cut as the same
+    contiguous cache is, not as one page."""
+    from tiles import backends
+    from tiles.backends.cdna.backend import CDNABackend
+
+    b = backends.get("cdna")
+    bf = torch.bfloat16
+    monkeypatch.setattr(CDNABackend, "compute_units", lambda self, arch, device: 304)
+
+    def grids(k, *extra):
+        calls = []
+        q, o = torch.zeros(2, 1, 8, 128, dtype=bf), torch.zeros(2, 1, 8, 128, dtype=bf)
+        b.launch_with(SUITE["attention_fwd"], (q, k, k, o, torch.zeros(2, 8, 1), 0.1, *extra), dict(causal=False, D=128),
+                      "gfx942", lambda low, entry, grid, block, argv: calls.append(grid))
+        return calls
+
+    lens = torch.tensor([32768, 100], dtype=torch.int32)
+    contiguous = grids(torch.zeros(2, 32768, 1, 128, dtype=bf), lens)
+    paged = grids(torch.zeros(256, 256, 1, 128, dtype=bf), lens, torch.arange(256, dtype=torch.int32).view(2, 128))
+    assert len(contiguous) == 2 and contiguous[0][0] > 2 * 8 and paged == contiguous

@@ -912,3 +912,17 @@ def test_running_row_sum_by_parts_on_the_gpu(D):
             check_attention_fwd(outs[on][0], outs[on][1], q, k, v, causal, D ** -0.5)
         assert (outs[True][0].float() - outs[False][0].float()).abs().max().item() < 2e-2
         assert (outs[True][1] - outs[False][1]).abs().max().item() < 1e-4
+
+
+def test_a_paged_cache_is_scheduled_by_the_keys_a_sequence_holds():
+    """The launcher's schedule counts a paged cache's keys as its pages a sequence times the page size (the
+    pool's key axis is one page): the split tail is chosen as for the same contiguous cache."""
+    W = WarpSpecializedLowering
+    q, o = _meta(2, 1, 32, 128), _meta(2, 1, 32, 128)
+    lse = _meta(2, 32, 1, dtype=torch.float32)
+    lens = _meta(2, dtype=torch.int32)
+    contiguous = _meta(2, 16384, 8, 128)
+    pool, table = _meta(128, 256, 8, 128), _meta(2, 64, dtype=torch.int32)
+    want = W.schedule("attention_fwd", 128, (q, contiguous, contiguous, o, lse, 0.1, lens))
+    got = W.schedule("attention_fwd", 128, (q, pool, pool, o, lse, 0.1, lens, table))
+    assert want.get("split_tail") and got.get("split_tail") == want.get("split_tail")

@@ -96,15 +96,17 @@ def check_reads(kernel: ir.Kernel, tensors: dict, env: dict, grid) -> None:
                              f"{t.dtype} on {t.device}")
     reads = [r for n in _exprs(kernel) for r in ir.reads(n)]
     for r in reads:
-        if any(s.kind == "loop" for x in r.index for s in ir.symbols(x)):
-            continue
         t = tensors[r.param.name]
+        # the axes indexed by program ids and sizes only (one that moves with a loop, a paged cache's
+        # column of its table, is the kernel's to clamp)
+        axes = [a for a, x in enumerate(r.index) if not ir.reads(x) and all(s.kind != "loop" for s in ir.symbols(x))]
         for corner in itertools.product(*[(0, max(int(g) - 1, 0)) for g in grid]):
             at = dict(env, pid0=corner[0], pid1=corner[1], pid2=corner[2])
-            idx = tuple(int(ir.evaluate(x, at)) for x in r.index)
-            if any(not 0 <= i < n for i, n in zip(idx, t.shape)):
-                raise ValueError(f"{kernel.name}: program {corner} reads {r.text()} = {r.param.name}{list(idx)}, "
-                                 f"outside {r.param.name} of shape {tuple(t.shape)}")
+            for a in axes:
+                i = int(ir.evaluate(r.index[a], at))
+                if not 0 <= i < t.shape[a]:
+                    raise ValueError(f"{kernel.name}: program {corner} reads {r.text()}, index {i} on axis {a}, "
+                                     f"outside {r.param.name} of shape {tuple(t.shape)}")
 
 
 def _exprs(kernel: ir.Kernel):

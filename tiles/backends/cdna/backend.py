@@ -179,12 +179,22 @@ class CDNABackend(Backend):
         programs than the device has CUs, at least split.SHORT_GRID_TRIPS key blocks."""
         from tiles.core import split
 
-        merge, cfg = _merge_of(lowered.kernel), lowered.notes.get("config")
-        if lowered.kernel.name != "attention_fwd" or merge is None or cfg is None:
+        k = lowered.kernel
+        merge, cfg = _merge_of(k), lowered.notes.get("config")
+        if k.name != "attention_fwd" or merge is None or cfg is None:
             return 1
-        keys = tensors[lowered.kernel.params[1].name]  # K (B, Sk, Hkv, D): the loop runs over its rows
-        trips = -(-keys.shape[1] // cfg.BN)
-        return split.short_grid_parts(grid[0], self.compute_units(arch, keys.device), trips)
+        # the heaviest program's trips, from the sizes (a count a program reads counts as its bound: a
+        # paged cache's pages a sequence times the page size), at both ends of program 0
+        env = {}
+        for p in k.params:
+            t = tensors[p.name]
+            env.update({d.name: int(t.shape[i]) for i, d in enumerate(p.dims)})
+            env.update({st.name: int(t.stride(i)) for i, st in enumerate(p.strides)})
+        loop, grid0 = k.main_loop(), int(ir.evaluate(k.grid[0], env))
+        trips = max(int(ir.evaluate(loop.stop, at)) - int(ir.evaluate(loop.start, at))
+                    for at in ({**env, "pid0": p0, "pid1": 0, "pid2": 0} for p0 in (0, max(grid0 - 1, 0))))
+        device = tensors[k.params[0].name].device
+        return split.short_grid_parts(grid[0], self.compute_units(arch, device), trips)
 
     def compute_units(self, arch: str, device) -> int:
         """The CUs a launch on `device` spreads over: the GPU's own count."""

@@ -577,11 +577,22 @@ class CDNAAttentionLowering(Lowering):
             ("lds_write", "V"): [f"store_stage_t<SV>({{buf}} + SK::bytes, v_stage, tid);  // transposed: ds_write_b{16 * cfg.kr}"],
         }
 
-        def render_steps(seq, phase):
+        def declaring(lines, fn):  # fn() rendered where `lines` declared the values k.let named
+            names = {ln.split()[2] for ln in lines if ln.startswith("const int ")}
+            saved = self.declared
+            self.declared = saved | {id(e) for e in self.k.lets if e.label in names}
+            try:
+                return fn()
+            finally:
+                self.declared = saved
+
+        def render_steps(seq, phase, views=()):
+            """The steps' lines; the loads' rows in terms of what `views` declared (the values of the
+            block they fetch, which no other op of the body may take for its own block's)."""
             lines = []
             for st in seq:
-                row = row_k(first) if phase == "prologue" else row_k("kb_next")
-                rowv = row_v(first) if phase == "prologue" else row_v("kb_next")
+                row = declaring(views, lambda: row_k(first) if phase == "prologue" else row_k("kb_next"))
+                rowv = declaring(views, lambda: row_v(first) if phase == "prologue" else row_v("kb_next"))
                 buf = "lds0" if phase == "prologue" else "nxt"
                 if st.kind == "wait_vm":
                     what = f"the last {st.n} loads may stay in flight" if st.n else "every load issued so far has landed"
@@ -615,17 +626,8 @@ class CDNAAttentionLowering(Lowering):
             pro_views = block_views(first, f" at {idx} = {first}")
             loop_views = block_views("kb_next", f" at {idx} = kb_next (the block this iteration fetches)")
 
-        def declaring(lines, fn):  # fn() rendered where `lines` declared the values k.let named
-            names = {ln.split()[2] for ln in lines if ln.startswith("const int ")}
-            saved = self.declared
-            self.declared = saved | {id(e) for e in self.k.lets if e.label in names}
-            try:
-                return fn()
-            finally:
-                self.declared = saved
-
-        prologue = pro_views + declaring(pro_views, lambda: render_steps(sched.prologue, "prologue"))
-        clusters = declaring(loop_views, lambda: [(c.name, c.kind, render_steps(c.steps, "loop")) for c in sched.body])
+        prologue = pro_views + render_steps(sched.prologue, "prologue", pro_views)
+        clusters = [(c.name, c.kind, render_steps(c.steps, "loop", loop_views)) for c in sched.body]
         stop = self.expr(loop.stop)
         args = self.launch_args()
         arg_decls = self.arg_decls(

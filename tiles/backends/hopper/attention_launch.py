@@ -373,6 +373,8 @@ class AttentionLaunch:
             # 16k, in two calls each (session 22)
             opts["vec_tma"] = not causal
         Sk = tensors[1].shape[1] if len(tensors) > 1 and isinstance(tensors[1], torch.Tensor) else 0
+        if kernel == "attention_fwd" and len(tensors) > 7 and isinstance(tensors[7], torch.Tensor):
+            Sk *= tensors[7].shape[1]  # a paged cache (Pages): the keys a sequence's pages hold, not one page's
         split_tail = kernel == "attention_fwd" and not causal and Sk >= SPLIT_TAIL_KEYS.get(D, math.inf)
         top = RING_STORE_QUERIES[bool(causal)]
         if kernel == "attention_fwd" and D == 128 and Sq is not None and (top is None or Sq <= top):
