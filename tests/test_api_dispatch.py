@@ -115,9 +115,9 @@ def test_decode_runs_grouped_rows_without_the_mask(monkeypatch):
     seen = []
     impl = api._attention_fwd_impl
 
-    def spy(q, k, v, causal, scale, backend, lens=None, pages=None):
+    def spy(q, k, v, causal, scale, backend, lens=None, pages=None, left=-1, right=-1):
         seen.append((tuple(q.shape), causal, q.data_ptr()))
-        return impl(q, k, v, causal, scale, backend, lens, pages)
+        return impl(q, k, v, causal, scale, backend, lens, pages, left, right)
 
     monkeypatch.setattr(api, "_attention_fwd_impl", spy)
     g = torch.Generator().manual_seed(3)
@@ -144,9 +144,9 @@ def test_few_rows_group_the_keys_every_row_sees(monkeypatch):
     seen = []
     impl = api._attention_fwd_impl
 
-    def spy(q, k, v, causal, scale, backend, lens=None, pages=None):
+    def spy(q, k, v, causal, scale, backend, lens=None, pages=None, left=-1, right=-1):
         seen.append((tuple(q.shape), k.shape[1], causal))
-        return impl(q, k, v, causal, scale, backend, lens, pages)
+        return impl(q, k, v, causal, scale, backend, lens, pages, left, right)
 
     g = torch.Generator().manual_seed(5)
     q = torch.randn(2, 3, 8, 64, generator=g).to(torch.bfloat16)
@@ -203,9 +203,9 @@ def test_ragged_cache_takes_the_paths_its_counts_allow(monkeypatch):
     seen = []
     impl = api._attention_fwd_impl
 
-    def spy(q, k, v, causal, scale, backend, lens=None, pages=None):
+    def spy(q, k, v, causal, scale, backend, lens=None, pages=None, left=-1, right=-1):
         seen.append((tuple(q.shape), causal, None if lens is None else lens.tolist()))
-        return impl(q, k, v, causal, scale, backend, lens, pages)
+        return impl(q, k, v, causal, scale, backend, lens, pages, left, right)
 
     monkeypatch.setattr(api, "_attention_fwd_impl", spy)
     monkeypatch.setattr(api, "GROUPED_CAUSAL_KEYS", 1)
@@ -259,9 +259,9 @@ def test_paged_cache_is_the_contiguous_cache_it_holds(monkeypatch):
     seen = []
     impl = api._attention_fwd_impl
 
-    def spy(q, k, v, causal, scale, backend, lens=None, pages=None):
+    def spy(q, k, v, causal, scale, backend, lens=None, pages=None, left=-1, right=-1):
         seen.append((tuple(q.shape), tuple(k.shape), None if pages is None else pages.tolist()))
-        return impl(q, k, v, causal, scale, backend, lens, pages)
+        return impl(q, k, v, causal, scale, backend, lens, pages, left, right)
 
     g = torch.Generator().manual_seed(14)
     q = torch.randn(2, 1, 8, 64, generator=g).to(torch.bfloat16)

@@ -93,6 +93,12 @@ ATTN_CASES = [
     ("block_table 0-d", lambda: ((qkv(B=2)[0],) + qkv(B=1, S=256)[1:], {
         "cache_seqlens": torch.tensor([0, 0]), "block_table": torch.tensor(0, dtype=torch.int32)}),
      ValueError, "block_table must have a row of page numbers per sequence, shape (2, pages a sequence); got ()"),
+    ("window_size int", lambda: (qkv(), {"window_size": 5}), TypeError, "window_size must be a pair of ints (left, right)"),
+    ("window_size below -1", lambda: (qkv(), {"window_size": (-2, 0)}), ValueError, "key counts >= 0, or -1 for none"),
+    ("window_size causal right", lambda: (qkv(), {"causal": True, "window_size": (4, 3)}), ValueError,
+     "causal fixes the window's right edge at the diagonal"),
+    ("window_size with grads", lambda: ((qkv()[0].requires_grad_(),) + qkv()[1:], {"window_size": (8, -1)}), ValueError,
+     "attention with window_size=(8, -1) is forward only"),
     ("cache_seqlens with grads", lambda: ((qkv(B=2)[0].requires_grad_(),) + qkv(B=2)[1:],
                                           {"cache_seqlens": torch.tensor([3, 4])}), ValueError,
      "attention with cache_seqlens is forward only"),

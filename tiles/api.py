@@ -53,7 +53,8 @@ ATTENTION_BWD = ("attention_bwd_prep", "attention_bwd_dkdv", "attention_bwd_dq")
 
 def _attention_fwd_impl(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float,
                         backend: str, cache_seqlens: Optional[torch.Tensor] = None,
-                        block_table: Optional[torch.Tensor] = None) -> tuple[torch.Tensor, torch.Tensor]:
+                        block_table: Optional[torch.Tensor] = None, window_left: int = -1,
+                        window_right: int = -1) -> tuple[torch.Tensor, torch.Tensor]:
     for n, t in (("q", q), ("k", k), ("v", v)):
         validate.aligned(n, t)
     B, Sq, H, D = q.shape
@@ -66,8 +67,10 @@ def _attention_fwd_impl(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causa
     # KLen: each sequence's key count; Pages: a paged cache's table (the key capacity its pages hold)
     extra = tuple(t for t in (cache_seqlens, block_table) if t is not None)
     keys = k.shape[1] * (1 if block_table is None else block_table.shape[1])
+    # a sliding window's edges (-1: none), the kernel's constexprs left / right where there is one
+    window = {n: x for n, x in (("left", window_left), ("right", window_right)) if x >= 0}
     _launch(backend, attention_fwd, dict(D=D, causal=causal, Sq=Sq, Sk=keys),
-            q, k, v, out, lse, scale, *extra, causal=causal, D=D)
+            q, k, v, out, lse, scale, *extra, causal=causal, D=D, **window)
     return out, lse
 
 
@@ -75,7 +78,7 @@ _attention_fwd = torch.library.custom_op("tiles::attention_fwd", _attention_fwd_
 
 
 @_attention_fwd.register_fake
-def _(q, k, v, causal, scale, backend, cache_seqlens=None, block_table=None):
+def _(q, k, v, causal, scale, backend, cache_seqlens=None, block_table=None, window_left=-1, window_right=-1):
     B, Sq, H, D = q.shape
     return q.new_empty(q.shape), q.new_empty((B, H, Sq), dtype=torch.float32)  # contiguous, as the real op's
 
@@ -118,17 +121,21 @@ def _(do, q, k, v, out, lse, dlse, causal, scale, backend):
 
 
 def _attn_setup(ctx, inputs, output):
-    q, k, v, causal, scale, backend, cache_seqlens, _ = inputs  # a block table comes with counts
+    q, k, v, causal, scale, backend, cache_seqlens, _, window_left, window_right = inputs  # a table comes with counts
     out, lse = output
     ctx.save_for_backward(q, k, v, out, lse)
     ctx.causal, ctx.scale, ctx.backend = causal, scale, backend
-    ctx.ragged = cache_seqlens is not None  # tiles.attention refuses it with grads; the op itself is public
+    # tiles.attention refuses these with grads; the op itself is public
+    ctx.ragged, ctx.window = cache_seqlens is not None, (window_left, window_right) != (-1, -1)
 
 
 def _attn_backward(ctx, dout, dlse):
     if ctx.ragged:  # the backward kernels run over every key of the cache: refuse rather than be wrong
         raise ValueError("tiles::attention_fwd with cache_seqlens is forward only: its backward would run over every "
                          "row of the cache; slice each sequence's keys and call it without cache_seqlens for gradients")
+    if ctx.window:  # nor do they know a sliding window
+        raise ValueError("tiles::attention_fwd with a window_size is forward only: the backward kernels take no "
+                         "sliding window")
     q, k, v, out, lse = ctx.saved_tensors
     if dout is None:  # only the LSE was used
         dout = torch.zeros_like(out)
@@ -144,7 +151,7 @@ def _attn_backward(ctx, dout, dlse):
         dq, dk, dv = bwd(dout, q, k, v, out, lse, dlse, ctx.causal, ctx.scale, ctx.backend)
     if second:
         dq, dk, dv = _first_order("tiles.attention", dq, dk, dv)
-    return dq, dk, dv, None, None, None, None, None
+    return dq, dk, dv, None, None, None, None, None, None, None
 
 
 def _first_order(op: str, *grads):
@@ -161,7 +168,7 @@ _attention_fwd.register_autograd(_attn_backward, setup_context=_attn_setup)
 
 
 def attention(q, k, v, causal: bool = False, scale: Optional[float] = None, backend: Optional[str] = None,
-              return_lse: bool = False, cache_seqlens=None, block_table=None):
+              return_lse: bool = False, cache_seqlens=None, block_table=None, window_size=(-1, -1)):
     """Scaled dot-product attention, FlashAttention's layout.
 
     q: (batch, seq_q, heads, head_dim); k, v: (batch, seq_k, kv_heads, head_dim), kv_heads dividing
@@ -194,10 +201,16 @@ def attention(q, k, v, causal: bool = False, scale: Optional[float] = None, back
     sequence) int32 or int64 names the pool's pages that hold each sequence's keys in order: keys
     [j · page_size, (j + 1) · page_size) of sequence b are in page block_table[b, j]. The entries a
     count reaches must name pages of the pool (checked as the counts are; clamped into it where not).
+
+    `window_size`: a sliding window, FlashAttention's (left, right), -1 for no edge on a side. Row i sees
+    key j where i + seq_k - seq_q - left <= j <= i + seq_k - seq_q + right (each sequence's own seq_k
+    with cache_seqlens); causal fixes right at 0. Only the key blocks inside a query block's window are
+    visited, so a window of w keys costs about w keys a row whatever seq_k is. Forward only.
     """
     paged = block_table is not None
     q, k, v, scale, device = validate.attention(q, k, v, causal, scale, backend, paged=paged)
     validate.flag("return_lse", return_lse)
+    left, right = validate.window_size(window_size, causal)
     B, Sq, H, D = q.shape
     Sk, Hkv = k.shape[1], k.shape[2]
     lens = pages = None
@@ -213,16 +226,20 @@ def attention(q, k, v, causal: bool = False, scale: Optional[float] = None, back
             raise ValueError("attention with cache_seqlens is forward only (decode, prefill into a cache): q, k and v "
                              "may not require grad; call it under torch.no_grad(), or slice each sequence's keys "
                              "and call it without cache_seqlens for gradients")
+    if (left, right) != (None, None) and torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
+        raise ValueError(f"attention with window_size={tuple(window_size)} is forward only: q, k and v may not require "
+                         f"grad (the backward kernels take no sliding window); call it under torch.no_grad()")
     needs = ATTENTION_FWD + (ATTENTION_BWD if any(t.requires_grad for t in (q, k, v)) else ())
     b = backends.resolve(backend, device, needs)
     for n, t in (("q", q), ("k", k), ("v", v)):
         validate.index_range(n, t, b.max_index)
     if Sq == 1:  # decode: aligned bottom-right, the one query row sees every key, so the mask is void
-        causal = False
-    if _groups(Sq, Sk, H, Hkv, causal, lens is not None):
+        causal, right = False, None  # (and a right edge past the last key; a left edge stays)
+    window = (-1 if left is None else left, -1 if right is None else right)
+    if _groups(Sq, Sk, H, Hkv, causal, lens is not None, window != (-1, -1)):
         out, lse = _grouped(q, k, v, causal, scale, b.name, lens, pages)
     else:
-        out, lse = _fwd(q, k, v, causal, scale, b.name, lens, pages)
+        out, lse = _fwd(q, k, v, causal, scale, b.name, lens, pages, window)
     return (out, lse) if return_lse else out
 
 
@@ -238,18 +255,20 @@ GROUPED_ROWS = 64
 GROUPED_CAUSAL_KEYS = 1024
 
 
-def _groups(Sq: int, Sk: int, H: int, Hkv: int, causal: bool, ragged: bool = False) -> bool:
+def _groups(Sq: int, Sk: int, H: int, Hkv: int, causal: bool, ragged: bool = False, windowed: bool = False) -> bool:
     if Hkv == H or Sq > GROUPED_ROWS or Sk == 0:
+        return False
+    if windowed:  # a window's left edge is at each row's own position, and grouped rows stand at G positions
         return False
     if causal and ragged:  # the keys every row sees end at each sequence's own count: no one slice holds them
         return False
     return not causal or Sk - Sq + 1 >= max(GROUPED_CAUSAL_KEYS, 1)  # the grouped call has a key for every row
 
 
-def _fwd(q, k, v, causal, scale, backend, lens=None, pages=None):
+def _fwd(q, k, v, causal, scale, backend, lens=None, pages=None, window=(-1, -1)):
     tensors = (q, k, v) + tuple(t for t in (lens, pages) if t is not None)
     fwd = _attention_fwd_impl if _direct(*tensors) else _attention_fwd
-    return fwd(q, k, v, causal, scale, backend, lens, pages)
+    return fwd(q, k, v, causal, scale, backend, lens, pages, *window)
 
 
 def _grouped(q, k, v, causal, scale, backend, lens=None, pages=None):

@@ -49,6 +49,22 @@ def flag(name: str, value) -> bool:
     return value
 
 
+def window_size(value, causal: bool) -> tuple:
+    """FlashAttention's window_size (left, right): ints, -1 for no edge on that side. Causal fixes the right
+    edge at the diagonal, so it takes right -1 or 0. Returns (left, right) as the kernels take them: None
+    where there is no edge (causal's right edge is its mask)."""
+    if not (isinstance(value, (tuple, list)) and len(value) == 2
+            and all(isinstance(x, int) and not isinstance(x, bool) for x in value)):
+        raise TypeError(f"window_size must be a pair of ints (left, right), -1 for no edge; got {value!r}")
+    left, right = value
+    if left < -1 or right < -1:
+        raise ValueError(f"window_size's edges are key counts >= 0, or -1 for none; got {tuple(value)}")
+    if causal and right not in (-1, 0):
+        raise ValueError(f"causal fixes the window's right edge at the diagonal: window_size=({left}, {right}) takes "
+                         f"right -1 or 0 with causal=True (or causal=False for a right edge of {right})")
+    return (None if left < 0 else left), (None if right < 0 or causal else right)
+
+
 def positive_f32(name: str, value, what: str) -> float:
     """A positive finite number the kernels take as a float32 (attention's scale, layernorm's eps)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):

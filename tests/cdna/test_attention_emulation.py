@@ -181,6 +181,27 @@ def test_emulated_paged_cache_matches_reference(tmp_path, arch, dtype, B, Sq, np
     check_attention_fwd_ragged(o, lse, q, k, v, lens, causal, scale)
 
 
+WINDOWS = [
+    # arch, dtype, B, Sq, Sk, H, Hkv, D, causal, (left, right)
+    ("gfx942", "bf16", 1, 300, 300, 2, 1, 64, True, (100, -1)),     # causal, each row its last 101 keys
+    ("gfx950", "f16", 1, 200, 350, 2, 2, 128, False, (64, 30)),     # a band both sides; Sk != Sq
+    ("gfx942", "bf16", 1, 130, 500, 2, 1, 128, True, (0, -1)),      # each row its own key alone
+]
+
+
+@pytest.mark.parametrize("arch,dtype,B,Sq,Sk,H,Hkv,D,causal,window", WINDOWS)
+def test_emulated_sliding_window_matches_reference(tmp_path, arch, dtype, B, Sq, Sk, H, Hkv, D, causal, window):
+    """A sliding window: each query block's loop starts at the block of its first row's first key
+    (kb_begin, the prologue's tile), mask_window cuts the left edge and mask_causal the right."""
+    left, right = window
+    over = dict(left=None if left < 0 else left, right=None if right < 0 or causal else right)
+    q, k, v, o, lse, scale, _, low, _ = emulate_attention(str(tmp_path), arch, dtype, dtype, B, Sq, Sk, H, Hkv, D,
+                                                           causal, **over)
+    assert "const int kb_begin = imax(" in low.source and "mask_window(" in low.source
+    assert not torch.isnan(o.float()).any(), "a query row was never written"
+    check_attention_fwd(o, lse, q, k, v, causal, scale, window)
+
+
 def test_emulated_attention_mf32_tile(tmp_path):
     """The 32x32-MFMA variant (BM = 256: 32 query rows per wave, a 1-bit key permutation) on D = 64."""
     q, k, v, o, lse, scale, *_ = emulate_attention(str(tmp_path), "gfx942", "bf16", "bf16", 1, 100, 90, 1, 1, 64, True,

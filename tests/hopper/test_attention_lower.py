@@ -96,6 +96,10 @@ CASES = {
     # a paged cache: the producer reads each key block's page of the pool from the table
     "fwd_d128_causal_paged_launched": dict(D=128, causal=True, launched=True, paged=True),
     "fwd_d128_paged_split": dict(D=128, causal=False, launched=True, paged=True, options={"split_tail": True}),
+    # a sliding window: the loop from the window's first key block, mask_window on its left edge
+    "fwd_d128_causal_window_launched": dict(D=128, causal=True, launched=True, left=1024),
+    "fwd_d64_band_split": dict(D=64, causal=False, launched=True, left=256, right=128,
+                               options={"split_tail": True, "tma_store": False, "window": False}),
 }
 
 

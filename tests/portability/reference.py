@@ -32,26 +32,36 @@ def mean_err(x, ref) -> float:
     return d.mean().item() if d.numel() else 0.0
 
 
-def attention_ref(q, k, v, causal, scale, dtype=torch.float64):
+def attention_ref(q, k, v, causal, scale, dtype=torch.float64, window=(-1, -1)):
     """Attention in `dtype` on (B, S, H, D) inputs, the naive way: the float64 reference, or (with the
-    inputs' own dtype) the low-precision PyTorch computation the rule compares against."""
+    inputs' own dtype) the low-precision PyTorch computation the rule compares against. `window`:
+    FlashAttention's window_size (left, right), -1 for none: row i sees key j where
+    i + Sk - Sq - left <= j <= i + Sk - Sq + right."""
     B, Sq, H, D = q.shape
     Sk, Hkv = k.shape[1], k.shape[2]
     Q = q.to(dtype).transpose(1, 2)
     K = k.to(dtype).transpose(1, 2).repeat_interleave(H // Hkv, 1)
     V = v.to(dtype).transpose(1, 2).repeat_interleave(H // Hkv, 1)
     s = (Q @ K.transpose(-1, -2)) * scale
-    if causal:
-        keep = torch.ones(Sq, Sk, dtype=torch.bool, device=q.device).tril(Sk - Sq)
+    left, right = window
+    right = 0 if causal else right
+    if right >= 0 or left >= 0:
+        diag = (torch.arange(Sq, device=q.device)[:, None] + Sk - Sq)
+        j = torch.arange(Sk, device=q.device)[None, :]
+        keep = torch.ones(Sq, Sk, dtype=torch.bool, device=q.device)
+        if right >= 0:
+            keep &= j <= diag + right
+        if left >= 0:
+            keep &= j >= diag - left
         s = s.masked_fill(~keep, -math.inf)
     lse = torch.logsumexp(s.double(), -1)
     p = torch.softmax(s, -1).nan_to_num(0.0)  # rows with no key give zeros
     return (p @ V).transpose(1, 2), lse
 
 
-def check_attention_fwd(out, lse, q, k, v, causal, scale):
-    ref, ref_lse = attention_ref(q, k, v, causal, scale)
-    lp, _ = attention_ref(q, k, v, causal, scale, dtype=q.dtype)
+def check_attention_fwd(out, lse, q, k, v, causal, scale, window=(-1, -1)):
+    ref, ref_lse = attention_ref(q, k, v, causal, scale, window=window)
+    lp, _ = attention_ref(q, k, v, causal, scale, dtype=q.dtype, window=window)
     e, e_lp = max_err(out, ref), max_err(lp, ref)
     assert e <= 2 * e_lp + fl(ref), f"max error {e:.3e} > 2·{e_lp:.3e} + fl"
     assert mean_err(out, ref) <= 1.5 * mean_err(lp, ref) + 1e-12, (
@@ -64,7 +74,7 @@ def check_attention_fwd(out, lse, q, k, v, causal, scale):
             assert rel <= 1e-3, f"LSE relative error {rel:.2e}"
 
 
-def check_attention_fwd_ragged(out, lse, q, k, v, lens, causal, scale):
+def check_attention_fwd_ragged(out, lse, q, k, v, lens, causal, scale, window=(-1, -1)):
     """check_attention_fwd for each sequence b on its first lens[b] keys (clamped to the cache's rows):
     the causal mask aligned bottom-right to them, a sequence with no key all zeros and LSE = +inf."""
     for b, n in enumerate(lens.tolist()):
@@ -75,4 +85,4 @@ def check_attention_fwd_ragged(out, lse, q, k, v, lens, causal, scale):
                 assert torch.isinf(lse[b]).all() and (lse[b] > 0).all(), f"sequence {b} has no key: LSE = +inf"
             continue
         check_attention_fwd(out[b:b + 1], None if lse is None else lse[b:b + 1], q[b:b + 1], k[b:b + 1, :n],
-                            v[b:b + 1, :n], causal, scale)
+                            v[b:b + 1, :n], causal, scale, window)

@@ -172,6 +172,29 @@ def test_paged_cache(backend, Sq, H, Hkv, D, causal):
     check_attention_fwd_ragged(out, None, q, k, v, lens, causal and Sq > 1, D ** -0.5)
 
 
+@pytest.mark.parametrize("Sq,Sk,H,Hkv,D,causal,window", [
+    (300, 300, 4, 2, 128, True, (100, -1)), (200, 350, 2, 2, 64, False, (64, 30)), (1, 700, 8, 2, 64, True, (129, -1)),
+    (130, 500, 2, 1, 128, True, (0, 0)), (64, 64, 2, 2, 64, False, (-1, 5))],
+    ids=["causal-left100", "band-64-30", "decode-gqa-left129", "own-key", "right5"])
+def test_sliding_window(backend, Sq, Sk, H, Hkv, D, causal, window):
+    """window_size=(left, right): each row sees the keys from left before its bottom-right diagonal to right
+    after it (causal: up to it). The loop starts at the window's first block; decode keeps the left edge."""
+    name, device = backend
+    q, k, v = _inputs(2, Sq, Sk, H, Hkv, D, torch.bfloat16, device, seed=11)
+    out, lse = tiles.attention(q, k, v, causal=causal, backend=name, return_lse=True, window_size=window)
+    check_attention_fwd(out, lse, q, k, v, causal, D ** -0.5, window)
+
+
+def test_sliding_window_over_a_ragged_cache(backend):
+    """A window over a cache of ragged lengths: each sequence's edges from its own count."""
+    name, device = backend
+    q, k, v = _inputs(3, 4, 600, 4, 2, 64, torch.bfloat16, device, seed=12)
+    lens = torch.tensor([600, 300, 2], dtype=torch.int32, device=device)
+    out, lse = tiles.attention(q, k, v, causal=True, backend=name, return_lse=True, cache_seqlens=lens,
+                               window_size=(200, 0))
+    check_attention_fwd_ragged(out, lse, q, k, v, lens, True, 64 ** -0.5, (200, 0))
+
+
 def test_fully_masked_rows_are_zero_with_finite_grads(backend):
     name, device = backend
     q, k, v = _inputs(1, 50, 20, 2, 1, 64, torch.bfloat16, device)

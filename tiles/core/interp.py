@@ -212,6 +212,12 @@ def _op_mask_causal(op, env):
     _masked(op, env, (a["col0"] + c) > (a["row0"] + r + a["offset"]))
 
 
+def _op_mask_window(op, env):
+    r, c = _grid_index(op.outs[0].shape, env["device"])
+    a = {k: _val(op.attrs[k], env) for k in ("row0", "col0", "offset")}
+    _masked(op, env, (a["col0"] + c) < (a["row0"] + r + a["offset"]))
+
+
 def _op_mask_cols(op, env):
     _, c = _grid_index(op.outs[0].shape, env["device"])
     _masked(op, env, (_val(op.attrs["col0"], env) + c) >= _val(op.attrs["limit"], env))
@@ -235,7 +241,8 @@ HANDLERS: dict[str, Callable] = {
     "mma": _op_mma, "fill": _op_fill, "cast": _op_cast,
     "row_max": _op_reduce(_fmax_reduce), "row_sum": _op_reduce(lambda x, d: torch.sum(x, d)),
     "col_max": _op_reduce(_fmax_reduce), "col_sum": _op_reduce(lambda x, d: torch.sum(x, d)),
-    "mask_causal": _op_mask_causal, "mask_cols": _op_mask_cols, "mask_rows": _op_mask_rows,
+    "mask_causal": _op_mask_causal, "mask_window": _op_mask_window, "mask_cols": _op_mask_cols,
+    "mask_rows": _op_mask_rows,
     "fill_where": _op_fill_where,
 }
 HANDLERS.update({n: _elementwise(f) for n, f in UNARY.items()})

@@ -572,6 +572,14 @@ def mask_causal(t: Tile, row0, col0, offset=0, value=-math.inf):
             value=as_expr(float(value)))
 
 
+def mask_window(t: Tile, row0, col0, offset, value=-math.inf):
+    """t[r, c] = value where col0 + c < row0 + r + offset: the keys before a sliding window's left edge
+    (offset = Sk - Sq - left: row r sees left keys before its own bottom-right-aligned one)."""
+    _check_tile("mask_window", t, ("reg",))
+    _record("mask_window", [t], [], row0=as_expr(row0), col0=as_expr(col0), offset=as_expr(offset),
+            value=as_expr(float(value)))
+
+
 def mask_cols(t: Tile, col0, limit, value=-math.inf):
     """t[r, c] = value where col0 + c >= limit."""
     _check_tile("mask_cols", t, ("reg",))

@@ -9,7 +9,7 @@ import math
 
 from tiles.core.dtypes import f32
 from tiles.core.lang import (add, cast, copy, div_row, exp2, fill, fill_where, load, load_async, log2,
-                             mask_causal, mask_cols, mask_rows, mma, mul, mul_row, row_max, row_sum,
+                             mask_causal, mask_cols, mask_rows, mask_window, mma, mul, mul_row, row_max, row_sum,
                              store, store_add, sub, sub_row, wait, zero)
 from tiles.core.patterns import Pipelined, PingPong
 from tiles.core.trace import kernel
@@ -20,12 +20,19 @@ LN2 = math.log(2.0)
 M_INIT = -1.0e30
 
 
-def _kv_blocks(k, row0, BM, BN, Sq, Sk, causal):
-    """Key blocks a query block [row0, row0+BM) must visit."""
+def _kv_blocks(k, row0, BM, BN, Sq, Sk, causal, right=None):
+    """Key blocks a query block [row0, row0+BM) must visit: up to its last row's diagonal (causal), or
+    `right` keys past it (a sliding window's right edge)."""
     n = k.cdiv(Sk, BN)
-    if not causal:
+    if not causal and right is None:
         return n
-    return k.max(k.min(n, k.cdiv(row0 + BM + Sk - Sq, BN)), 0)
+    return k.max(k.min(n, k.cdiv(row0 + BM + Sk - Sq + (0 if causal else right), BN)), 0)
+
+
+def _first_kv_block(k, row0, BN, Sq, Sk, left=None):
+    """The first key block a query block sees: 0, or with a sliding window of `left` keys before each row's
+    diagonal, the block of its first row's first key."""
+    return 0 if left is None else k.max(row0 + Sk - Sq - left, 0) // BN
 
 
 def _seq_k(k, K, KLen, b, Pages=None):
@@ -59,13 +66,17 @@ def _kv_windows(k, K, V, KLen, Pages, b, hk, Sk, j, BN):
 
 
 @kernel(overlap=PingPong(stages=2))
-def attention_fwd(k, Q, K, V, O, L, scale, KLen=None, Pages=None, *, causal, D, BM=128, BN=128):
+def attention_fwd(k, Q, K, V, O, L, scale, KLen=None, Pages=None, *, causal, D, BM=128, BN=128, left=None,
+                  right=None):
     """O = softmax(scale · Q Kᵀ) V per (batch, head); L = log-sum-exp of each row (B, H, Sq) f32.
     Query heads share key/value heads in groups of H / H_kv (GQA, MQA). With KLen (B,) int32, sequence
     b attends the first KLen[b] keys of its rows of K and V (a KV cache of ragged lengths); the causal
     mask then aligns each sequence's rows bottom-right to its own keys. With Pages (B, pages) int32 as
     well, K and V are a pool of pages (pages, page size, H_kv, D) and sequence b's keys are in the pool's
-    pages Pages[b, 0], Pages[b, 1], ... (a paged cache; the page size a multiple of BN)."""
+    pages Pages[b, 0], Pages[b, 1], ... (a paged cache; the page size a multiple of BN). A sliding window
+    (FlashAttention's window_size): with `left`, row r sees no key before its bottom-right diagonal minus
+    left; with `right` (not causal), none after the diagonal plus right; the loop visits only the key
+    blocks between."""
     Bsz, Sq, H = Q.shape[0], Q.shape[1], Q.shape[2]
     Hkv = K.shape[2]
     k.grid(k.cdiv(Sq, BM), H, Bsz)
@@ -91,15 +102,18 @@ def attention_fwd(k, Q, K, V, O, L, scale, KLen=None, Pages=None, *, causal, D, 
     fill(m, M_INIT)
     # the key blocks may be cut into parts (the last wave of a persistent walk, short grids):
     # each part's O, normalized by its own sum, and L merge by their log-sum-exp
-    for j in k.pipeline(_kv_blocks(k, row0, BM, BN, Sq, Sk, causal), merge=k.lse_merge(O, L)):
+    for j in k.pipeline(_first_kv_block(k, row0, BN, Sq, Sk, left), _kv_blocks(k, row0, BM, BN, Sq, Sk, causal, right),
+                        merge=k.lse_merge(O, L)):
         Kc, Vc, row = _kv_windows(k, K, V, KLen, Pages, b, hk, Sk, j, BN)
         wait(load_async(kt, Kc, row=row, col=0),
              load_async(vt, Vc, row=row, col=0))
         mma(s, q, kt, tb=True, accumulate=False)
         mul(s, s, scale * LOG2E)
         mask_cols(s, j * BN, Sk)
-        if causal:
-            mask_causal(s, row0, j * BN, Sk - Sq)
+        if causal or right is not None:
+            mask_causal(s, row0, j * BN, Sk - Sq + (0 if causal else right))
+        if left is not None:
+            mask_window(s, row0, j * BN, Sk - Sq - left)
         row_max(m_new, s, m)
         sub(alpha, m, m_new)
         exp2(alpha, alpha)

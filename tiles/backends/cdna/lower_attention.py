@@ -354,8 +354,6 @@ class CDNAAttentionLowering(Lowering):
         if len(loops) != 1 or not loops[0].pipelined:
             self._fail("expected exactly one k.pipeline loop at the top level")
         loop = loops[0]
-        if _float(loop.start) != "0.0f" and self.expr(loop.start) != "0":
-            self._fail("the K/V loop must start at 0")
         pre = k.body[:k.body.index(loop)]
         post = k.body[k.body.index(loop) + 1:]
         if len(pre) < 2 or pre[0].name != "load_async" or pre[1].name != "wait" or pre[1].attrs["tokens"] != (pre[0].attrs["token"],):
@@ -458,9 +456,9 @@ class CDNAAttentionLowering(Lowering):
         if name == "mask_rows":
             a = n.attrs
             return out(f"mask_rows({n.outs[0].name}, {self.rows(a['row0'])}, {self.expr(a['limit'])}, {self.fexpr(a['value'])});")
-        if name == "mask_causal":
+        if name in ("mask_causal", "mask_window"):
             a = n.attrs
-            return out(f"mask_causal({n.outs[0].name}, {self.rows(a['row0'])}, {self.cols(a['col0'])}, {self.expr(a['offset'])}, "
+            return out(f"{name}({n.outs[0].name}, {self.rows(a['row0'])}, {self.cols(a['col0'])}, {self.expr(a['offset'])}, "
                        f"{self.fexpr(a['value'])});")
         if name == "fill_where":
             a = n.attrs
@@ -561,7 +559,10 @@ class CDNAAttentionLowering(Lowering):
                 self._fail("a split launch needs the loop's merge=k.lse_merge(O, L)")
             if O.dtype.name != "f32":
                 raise LoweringError(f"cdna attention: a split launch writes its parts into an f32 workspace as O, got {O.dtype}")
-        first = "kb_begin" if self.split else "0"  # the prologue's K / V tile: the part's first
+        start = self.expr(loop.start)
+        # the prologue's K / V tile: the part's first, or the first block of a loop that starts later (a
+        # sliding window's)
+        first = "kb_begin" if self.split or start != "0" else "0"
         idx = loop.index.name
         row_k = lambda which: self._with({idx: which}, lambda: self.expr(g["lk"].attrs["row"]))
         row_v = lambda which: self._with({idx: which}, lambda: self.expr(g["lv"].attrs["row"]))
@@ -645,7 +646,7 @@ class CDNAAttentionLowering(Lowering):
             cfg=cfg, name=name, ir_text=self.k.text(), schedule_text=sched.describe(), template_version=TEMPLATE_VERSION,
             arg_decls=arg_decls, grid=grid_text, views=views, decls=self.decls(), pre_ops=pre_ops, post_ops=post_ops,
             let_lines=self.declarations(TEMPLATE_NAMES),
-            prologue=prologue, clusters=clusters, stop=stop, loop_index=self.sym_name(loop.index),
+            prologue=prologue, clusters=clusters, start=start, stop=stop, loop_index=self.sym_name(loop.index),
             q_row=self.rows(g["lq"].attrs["row"]), q_name=q, H=self.sym_name(Q.dims[2]), Hkv=self.sym_name(K.dims[2]),
             conflicts=cfg.conflicts(), swk=cfg.swizzle_k, swv=cfg.swizzle_v, mfma=cfg.mfma.mnemonic(dt),
             split=bool(self.split), merge_out=self.split, merge_out_t="float" if self.split == "f32" else "u16",

@@ -242,6 +242,11 @@ class SimtLowering(Lowering):
         return [self.comment(op), f"simt::mask_causal({self.n(op.outs[0])}, {self.expr(a['row0'])}, {self.expr(a['col0'])}, "
                                   f"{self.expr(a['offset'])}, {self.fexpr(a['value'])});"]
 
+    def op_mask_window(self, op):
+        a = op.attrs
+        return [self.comment(op), f"simt::mask_window({self.n(op.outs[0])}, {self.expr(a['row0'])}, {self.expr(a['col0'])}, "
+                                  f"{self.expr(a['offset'])}, {self.fexpr(a['value'])});"]
+
     def op_mask_cols(self, op):
         a = op.attrs
         return [self.comment(op), f"simt::mask_cols({self.n(op.outs[0])}, {self.expr(a['col0'])}, {self.expr(a['limit'])}, "

@@ -399,7 +399,9 @@ class AttentionLaunch:
             pattern = kfn.overlap  # a pattern chosen per call (a callable) is the traced kernel's
             if not isinstance(pattern, Pattern):
                 pattern = kfn.trace(*args, **{k: v for k, v in kwargs.items() if k != "options"}).pattern
-            kwargs["options"] = cls.schedule(kfn.name, kwargs.get("D"), args, bool(kwargs.get("causal")), pattern)
+            # a sliding window's trip counts vary along program 0 as a causal grid's do: scheduled as one
+            banded = bool(kwargs.get("causal")) or kwargs.get("left") is not None or kwargs.get("right") is not None
+            kwargs["options"] = cls.schedule(kfn.name, kwargs.get("D"), args, banded, pattern)
         go = cls.prepare(kfn, *args, **kwargs)
         if go is not None:
             go()

@@ -232,7 +232,7 @@ class SchedulePlans:
                     if isinstance(x, ir.Op) and s not in tiles_of(x):
                         continue  # an mma issued early that does not touch s
                     break
-                if x.name in ("mask_cols", "mask_rows", "mask_causal") and x.outs[0] is s:
+                if x.name in ("mask_cols", "mask_rows", "mask_causal", "mask_window") and x.outs[0] is s:
                     v = x.attrs["value"]
                     if isinstance(v, ir.Const) and v.value == -math.inf:
                         continue

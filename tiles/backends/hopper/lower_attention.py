@@ -670,6 +670,13 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
             if flip:
                 return f"mask_cols({v(n.outs[0])}, {self.expr(a['row0'])}, {self.expr(a['limit'])}, {self.fexpr(a['value'])});"
             return f"mask_rows({v(n.outs[0])}, {self.row(a['row0'])}, {self.expr(a['limit'])}, {self.fexpr(a['value'])});"
+        if name == "mask_window":
+            a = n.attrs
+            if flip:
+                self._fail("mask_window on a score tile held transposed (the backward's Sᵀ) is not lowered: the "
+                           "sliding window is the forward's", n)
+            return (f"mask_window({v(n.outs[0])}, {self.row(a['row0'])}, {self.expr(a['col0'])}, "
+                    f"{self.expr(a['offset'])}, {self.fexpr(a['value'])});")
         if name == "mask_causal":
             a = n.attrs
             if flip:

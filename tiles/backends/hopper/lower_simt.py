@@ -284,6 +284,11 @@ class SimtLowering(Lowering):
         a = ", ".join(self.iexpr(op.attrs[k]) for k in ("row0", "col0", "offset"))
         return self.emit(op, f"simt::mask_causal<{self.d(t)}>({self.n(t)}, {a}, {self.fexpr(op.attrs['value'])})")
 
+    def op_mask_window(self, op: Op):
+        t = op.outs[0]
+        a = ", ".join(self.iexpr(op.attrs[k]) for k in ("row0", "col0", "offset"))
+        return self.emit(op, f"simt::mask_window<{self.d(t)}>({self.n(t)}, {a}, {self.fexpr(op.attrs['value'])})")
+
     def op_mask_cols(self, op: Op):
         t = op.outs[0]
         if t.kind != "reg":

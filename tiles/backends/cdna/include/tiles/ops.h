@@ -229,6 +229,10 @@ TILES_DEV void map_rc(rt_t<R, C, MF, P>& d, const rt_t<R, C, MF, P>& s, F f) {
 template <class T> TILES_DEV void mask_causal(T& t, int row0, int col0, int offset, float value) {
   map_rc(t, t, [=](float x, int r, int c) { return col0 + c > row0 + r + offset ? value : x; });
 }
+// a sliding window's left edge: value where col0 + c < row0 + r + offset
+template <class T> TILES_DEV void mask_window(T& t, int row0, int col0, int offset, float value) {
+  map_rc(t, t, [=](float x, int r, int c) { return col0 + c < row0 + r + offset ? value : x; });
+}
 template <class T> TILES_DEV void mask_cols(T& t, int col0, int limit, float value) {
   map_rc(t, t, [=](float x, int, int c) { return col0 + c >= limit ? value : x; });
 }

@@ -179,6 +179,13 @@ template <class T> TILES_DEV void mask_causal(T& t, int row0, int col0, int offs
     if (col0 + p.c > row0 + p.r + offset) t.v[k] = round_to<T::dtype>(value);
   }
 }
+template <class T> TILES_DEV void mask_window(T& t, int row0, int col0, int offset, float value) {
+#pragma unroll
+  for (int k = 0; k < T::n; ++k) {
+    const rc_t p = where(t, k);
+    if (col0 + p.c < row0 + p.r + offset) t.v[k] = round_to<T::dtype>(value);
+  }
+}
 template <class T> TILES_DEV void mask_cols(T& t, int col0, int limit, float value) {
 #pragma unroll
   for (int k = 0; k < T::n; ++k)

@@ -310,6 +310,11 @@ __device__ __forceinline__ void mask_causal_transposed(rt<float, R, C>& t, int r
   if (col0 + R - 1 <= row0 + offset) return;  // the last key is visible to the first query
   mask_where(t, value, [=](int r, int c) { return col0 + r > row0 + c + offset; });
 }
+// A sliding window's left edge: value where col0 + c < row0 + r + offset (the keys before row r's window).
+template <int R, int C> __device__ __forceinline__ void mask_window(rt<float, R, C>& t, int row0, int col0, int offset, float value) {
+  if (col0 >= row0 + R - 1 + offset) return;  // the first column is inside every row's window
+  mask_where(t, value, [=](int r, int c) { return col0 + c < row0 + r + offset; });
+}
 template <int R, int C> __device__ __forceinline__ void mask_cols(rt<float, R, C>& t, int col0, int limit, float value) {
   if (col0 + C <= limit) return;
   mask_where(t, value, [=](int r, int c) { return col0 + c >= limit; });

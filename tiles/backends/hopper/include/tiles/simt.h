@@ -168,6 +168,10 @@ __device__ __forceinline__ void mask_causal(tile<R, C, L>& t, int row0, int col0
   mask_where<D>(t, value, [=](int r, int c) { return col0 + c > row0 + r + offset; });
 }
 template <class D, int R, int C, class L>
+__device__ __forceinline__ void mask_window(tile<R, C, L>& t, int row0, int col0, int offset, float value) {
+  mask_where<D>(t, value, [=](int r, int c) { return col0 + c < row0 + r + offset; });
+}
+template <class D, int R, int C, class L>
 __device__ __forceinline__ void mask_cols(tile<R, C, L>& t, int col0, int limit, float value) {
   mask_where<D>(t, value, [=](int, int c) { return col0 + c >= limit; });
 }
