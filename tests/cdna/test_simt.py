@@ -212,6 +212,7 @@ def mixer(k, X, Y, S, C, scale, *, BM, BN, NB):
         tl.mul(x, x, scale)
         tl.mask_cols(x, j * BN, N)
         tl.mask_causal(x, r0, j * BN, N - M)
+        tl.mask_window(x, r0, j * BN, N - M - 50)
         tl.row_max(m, x)
         tl.max(m, m, -1.0e30)
         tl.sub_row(t, x, m)

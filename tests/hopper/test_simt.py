@@ -14,8 +14,8 @@ import torch
 from tiles import backends
 from tiles.core import ir
 from tiles.core.dtypes import bf16, f32
-from tiles.core.lang import (add_col, col_max, col_sum, exp, fill, fill_where, load, mask_causal, mask_rows, mma, mul,
-                             row_max, store, sub_col, zero)
+from tiles.core.lang import (add_col, col_max, col_sum, exp, fill, fill_where, load, mask_causal, mask_rows,
+                             mask_window, mma, mul, row_max, store, sub_col, zero)
 from tiles.core.lowering import LoweringError
 from tiles.core.patterns import Pipelined
 from tiles.core.trace import kernel
@@ -50,7 +50,7 @@ def prep_args(D=128, dt=torch.bfloat16):
 
 @kernel(overlap=Pipelined(stages=1))
 def masked_softmax_stats(k, S, Out, ColMax, *, BM=32, BN=64):
-    """A user's kernel: row max, exp against it, causal and row masks, column reductions, a loop."""
+    """A user's kernel: row max, exp against it, causal, window and row masks, column reductions, a loop."""
     M, N = S.shape
     k.grid(k.cdiv(M, BM))
     r0 = k.program_id(0) * BM
@@ -63,6 +63,7 @@ def masked_softmax_stats(k, S, Out, ColMax, *, BM=32, BN=64):
     for j in k.range(0, k.cdiv(N, BN)):
         load(s, S[:, :], row=r0, col=j * BN)
         mask_causal(s, r0, j * BN, 0, float("-inf"))
+        mask_window(s, r0, j * BN, -40, float("-inf"))  # and a sliding window's left edge, 40 keys back
         row_max(m, s)
         col_max(cm, s, init=cm)
         fill_where(m, m, "==", float("-inf"), 0.0)
