@@ -85,7 +85,8 @@ def _(q, k, v, causal, scale, backend, cache_seqlens=None, block_table=None, win
 
 def _attention_bwd_impl(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor,
                         lse: torch.Tensor, dlse: Optional[torch.Tensor], causal: bool, scale: float,
-                        backend: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                        backend: str, window_left: int = -1,
+                        window_right: int = -1) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     B, Sq, H, D = q.shape
     dq = _empty(q.shape, q.dtype, q.device)
     dk = _empty(k.shape, k.dtype, k.device)
@@ -97,6 +98,7 @@ def _attention_bwd_impl(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: t
         do = do.contiguous()
     delta = _empty((B, H, Sq), torch.float32, q.device)
     problem = dict(D=D, causal=causal, Sq=Sq, Sk=k.shape[1], B=B, Hkv=k.shape[2])
+    window = {n: x for n, x in (("left", window_left), ("right", window_right)) if x >= 0}  # the forward's edges
     _launch(backend, attention_bwd_prep, problem, out, do, delta, D=D)
     if dlse is not None:
         # d lse / d scores = P, so a gradient on the LSE joins softmax's row term: dS = P ∘ (dP − (Δ − dlse)).
@@ -105,10 +107,10 @@ def _attention_bwd_impl(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: t
         # dQ in the dK/dV pass, added up in f32 across key blocks (5 GEMMs a block instead of 7)
         dq_acc = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
         _launch(backend, attention_bwd_fused, problem, q, k, v, do, lse, delta, dk, dv, dq_acc, scale,
-                causal=causal, D=D)
+                causal=causal, D=D, **window)
         return dq.copy_(dq_acc), dk, dv
-    _launch(backend, attention_bwd_dkdv, problem, q, k, v, do, lse, delta, dk, dv, scale, causal=causal, D=D)
-    _launch(backend, attention_bwd_dq, problem, q, k, v, do, lse, delta, dq, scale, causal=causal, D=D)
+    _launch(backend, attention_bwd_dkdv, problem, q, k, v, do, lse, delta, dk, dv, scale, causal=causal, D=D, **window)
+    _launch(backend, attention_bwd_dq, problem, q, k, v, do, lse, delta, dq, scale, causal=causal, D=D, **window)
     return dq, dk, dv
 
 
@@ -116,7 +118,7 @@ _attention_bwd = torch.library.custom_op("tiles::attention_bwd", _attention_bwd_
 
 
 @_attention_bwd.register_fake
-def _(do, q, k, v, out, lse, dlse, causal, scale, backend):
+def _(do, q, k, v, out, lse, dlse, causal, scale, backend, window_left=-1, window_right=-1):
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
 
 
@@ -125,17 +127,14 @@ def _attn_setup(ctx, inputs, output):
     out, lse = output
     ctx.save_for_backward(q, k, v, out, lse)
     ctx.causal, ctx.scale, ctx.backend = causal, scale, backend
-    # tiles.attention refuses these with grads; the op itself is public
-    ctx.ragged, ctx.window = cache_seqlens is not None, (window_left, window_right) != (-1, -1)
+    ctx.ragged = cache_seqlens is not None  # tiles.attention refuses it with grads; the op itself is public
+    ctx.window = (window_left, window_right)
 
 
 def _attn_backward(ctx, dout, dlse):
     if ctx.ragged:  # the backward kernels run over every key of the cache: refuse rather than be wrong
         raise ValueError("tiles::attention_fwd with cache_seqlens is forward only: its backward would run over every "
                          "row of the cache; slice each sequence's keys and call it without cache_seqlens for gradients")
-    if ctx.window:  # nor do they know a sliding window
-        raise ValueError("tiles::attention_fwd with a window_size is forward only: the backward kernels take no "
-                         "sliding window")
     q, k, v, out, lse = ctx.saved_tensors
     if dout is None:  # only the LSE was used
         dout = torch.zeros_like(out)
@@ -148,7 +147,7 @@ def _attn_backward(ctx, dout, dlse):
         # training step pays once per attention layer (the op stays for torch.compile and functorch)
         tensors = (dout, q, k, v, out, lse) + (() if dlse is None else (dlse,))
         bwd = _attention_bwd_impl if _direct(*tensors) else _attention_bwd
-        dq, dk, dv = bwd(dout, q, k, v, out, lse, dlse, ctx.causal, ctx.scale, ctx.backend)
+        dq, dk, dv = bwd(dout, q, k, v, out, lse, dlse, ctx.causal, ctx.scale, ctx.backend, *ctx.window)
     if second:
         dq, dk, dv = _first_order("tiles.attention", dq, dk, dv)
     return dq, dk, dv, None, None, None, None, None, None, None
@@ -205,7 +204,7 @@ def attention(q, k, v, causal: bool = False, scale: Optional[float] = None, back
     `window_size`: a sliding window, FlashAttention's (left, right), -1 for no edge on a side. Row i sees
     key j where i + seq_k - seq_q - left <= j <= i + seq_k - seq_q + right (each sequence's own seq_k
     with cache_seqlens); causal fixes right at 0. Only the key blocks inside a query block's window are
-    visited, so a window of w keys costs about w keys a row whatever seq_k is. Forward only.
+    visited, so a window of w keys costs about w keys a row whatever seq_k is; the backward too.
     """
     paged = block_table is not None
     q, k, v, scale, device = validate.attention(q, k, v, causal, scale, backend, paged=paged)
@@ -226,9 +225,6 @@ def attention(q, k, v, causal: bool = False, scale: Optional[float] = None, back
             raise ValueError("attention with cache_seqlens is forward only (decode, prefill into a cache): q, k and v "
                              "may not require grad; call it under torch.no_grad(), or slice each sequence's keys "
                              "and call it without cache_seqlens for gradients")
-    if (left, right) != (None, None) and torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
-        raise ValueError(f"attention with window_size={tuple(window_size)} is forward only: q, k and v may not require "
-                         f"grad (the backward kernels take no sliding window); call it under torch.no_grad()")
     needs = ATTENTION_FWD + (ATTENTION_BWD if any(t.requires_grad for t in (q, k, v)) else ())
     b = backends.resolve(backend, device, needs)
     for n, t in (("q", q), ("k", k), ("v", v)):

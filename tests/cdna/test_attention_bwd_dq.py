@@ -156,9 +156,9 @@ LOWERING = {"attention_bwd_dq": (CDNAAttentionBwdDqLowering, default_tiles_bwd),
             "attention_bwd_dkdv": (CDNAAttentionBwdDkdvLowering, default_tiles_dkdv)}
 
 
-def emulate_bwd(tmp, kernel, arch, dtype, out_dtype, B, Sq, Sk, H, Hkv, D, causal, seed=0):
+def emulate_bwd(tmp, kernel, arch, dtype, out_dtype, B, Sq, Sk, H, Hkv, D, causal, seed=0, window=(-1, -1)):
     """Run the lowered kernel on every work-group of its grid; returns the inputs, its outputs (dQ, or dK and
-    dV), the Lowered and the s_barrier count."""
+    dV), the Lowered and the s_barrier count. `window`: a sliding window (left, right), -1 for none."""
     g = torch.Generator().manual_seed(seed)
     dt = TORCH[dtype]
     q = torch.randn(B, Sq, H, D, generator=g).to(dt)
@@ -167,7 +167,7 @@ def emulate_bwd(tmp, kernel, arch, dtype, out_dtype, B, Sq, Sk, H, Hkv, D, causa
     do = torch.randn(B, Sq, H, D, generator=g).to(dt)
     scale = 0.7 / math.sqrt(D)
     # L and Delta as the forward and bwd_prep give them (f32; L = +inf on rows that see no key)
-    o_ref, lse_ref = attention_ref(q, k, v, causal, scale)
+    o_ref, lse_ref = attention_ref(q, k, v, causal, scale, window=window)
     lse = lse_ref.float().masked_fill(~torch.isfinite(lse_ref), math.inf).contiguous()
     delta = (do.double() * o_ref.to(dt).double()).sum(-1).transpose(1, 2).float().contiguous()
     if kernel == "attention_bwd_dq":
@@ -176,7 +176,8 @@ def emulate_bwd(tmp, kernel, arch, dtype, out_dtype, B, Sq, Sk, H, Hkv, D, causa
         outs = {"dK": torch.empty(B, Sk, Hkv, D, dtype=TORCH[out_dtype]), "dV": torch.empty(B, Sk, Hkv, D, dtype=TORCH[out_dtype])}
     lowering, tiles = LOWERING[kernel]
     cfg = tiles(arch, D)
-    kern = SUITE[kernel].trace(q, k, v, do, lse, delta, *outs.values(), scale, causal=causal, D=D, **cfg)
+    edges = {n: x for n, x in zip(("left", "right"), window) if x >= 0 and not (n == "right" and causal)}
+    kern = SUITE[kernel].trace(q, k, v, do, lse, delta, *outs.values(), scale, causal=causal, D=D, **cfg, **edges)
     low = lowering(kern, arch).lower()
     tensors = {"Q": q, "K": k, "V": v, "dO": do, "L": lse, "Delta": delta, **outs}
     ctype = "float" if out_dtype == "f32" else "u16"
@@ -215,12 +216,12 @@ def emulate_bwd(tmp, kernel, arch, dtype, out_dtype, B, Sq, Sk, H, Hkv, D, causa
     return (q, k, v, do, scale), got, low, int(out.split()[1])
 
 
-def grads_reference(q, k, v, do, causal, scale):
+def grads_reference(q, k, v, do, causal, scale, window=(-1, -1)):
     """dQ, dK, dV in float64 and in the inputs' dtype (the low-precision PyTorch computation of the rule)"""
     grads = {}
     for kind, dt in (("ref", torch.float64), ("lp", q.dtype)):
         xs = [x.detach().to(dt).requires_grad_() for x in (q, k, v)]
-        attention_ref(*xs, causal, scale, dtype=dt)[0].backward(do.to(dt))
+        attention_ref(*xs, causal, scale, dtype=dt, window=window)[0].backward(do.to(dt))
         grads[kind] = {"dQ": xs[0].grad, "dK": xs[1].grad, "dV": xs[2].grad}
     return grads["ref"], grads["lp"]
 
@@ -241,8 +242,8 @@ DKDV_CASES = [
 ]
 
 
-def _check_grads(got, q, k, v, do, causal, scale):
-    ref, lp = grads_reference(q, k, v, do, causal, scale)
+def _check_grads(got, q, k, v, do, causal, scale, window=(-1, -1)):
+    ref, lp = grads_reference(q, k, v, do, causal, scale, window)
     for n, x in got.items():
         assert torch.isfinite(x.float()).all(), f"a {n} element was never written or is not finite"
         e, e_lp = max_err(x, ref[n]), max_err(lp[n], ref[n])
@@ -280,3 +281,24 @@ def test_emulated_bwd_dkdv_matches_reference(tmp_path, arch, dtype, out, B, Sq, 
         first = max(kb * BN - (Sk - Sq), 0) // BM if causal else 0
         want += 2 * max(-(-Sq // BM) - first, 0) * (H // Hkv)
     assert barriers == 512 * want * Hkv * B
+
+
+WINDOWS = [
+    # kernel, arch, dtype, out, B, Sq, Sk, H, Hkv, D, causal, (left, right)
+    ("attention_bwd_dq", "gfx942", "bf16", "f32", 1, 300, 300, 2, 1, 64, True, (100, -1)),  # dQ's loop from kb_begin
+    ("attention_bwd_dq", "gfx950", "f16", "f16", 1, 200, 350, 2, 2, 128, False, (64, 30)),
+    ("attention_bwd_dkdv", "gfx942", "bf16", "f32", 1, 300, 300, 4, 2, 64, True, (100, -1)),  # its query loop's stop
+    ("attention_bwd_dkdv", "gfx950", "bf16", "f32", 1, 200, 350, 2, 1, 128, False, (64, 30)),
+]
+
+
+@pytest.mark.parametrize("kernel,arch,dtype,out,B,Sq,Sk,H,Hkv,D,causal,window", WINDOWS)
+def test_emulated_bwd_sliding_window_matches_reference(tmp_path, kernel, arch, dtype, out, B, Sq, Sk, H, Hkv, D, causal,
+                                                       window):
+    """The backward of a sliding window: dQ's key loop from the block of its first row's first key, dK / dV's
+    query loop from the first row whose diagonal reaches the key block to the last whose window does, the
+    forward's mask_window on the scores, against float64 autograd through the windowed attention."""
+    (q, k, v, do, scale), got, low, _ = emulate_bwd(str(tmp_path), kernel, arch, dtype, out, B, Sq, Sk, H, Hkv, D,
+                                                    causal, window=window)
+    assert "mask_window(" in low.source
+    _check_grads(got, q, k, v, do, causal, scale, window)

@@ -100,6 +100,11 @@ CASES = {
     "fwd_d128_causal_window_launched": dict(D=128, causal=True, launched=True, left=1024),
     "fwd_d64_band_split": dict(D=64, causal=False, launched=True, left=256, right=128,
                                options={"split_tail": True, "tma_store": False, "window": False}),
+    # and its backward: dQ's loop from the window's first key block, dK / dV's query loop to the last query
+    # block that sees the key block, mask_window on the transposed scores
+    "dq_d128_causal_window_launched": dict(D=128, causal=True, kernel="dq", launched=True, left=1024),
+    "dkdv_d64_band_launched": dict(D=64, causal=False, kernel="dkdv", launched=True, left=256, right=64),
+    "fused_d128_causal_window_launched": dict(D=128, causal=True, kernel="fused", launched=True, left=512),
 }
 
 

@@ -39,7 +39,7 @@ def test_forward(backend, shape, causal):
     check_attention_fwd(out, lse, q, k, v, causal, scale)
 
 
-def check_grads(name, q, k, v, causal, scale, loss):
+def check_grads(name, q, k, v, causal, scale, loss, window=(-1, -1)):
     """dq, dk, dv of loss(out, lse) through tiles.attention, each within 3·E(lp) + fl of float64 autograd
     (TESTING.md), lp the same naive attention in the inputs' dtype. The inputs keep their strides."""
     grads = {}
@@ -47,9 +47,10 @@ def check_grads(name, q, k, v, causal, scale, loss):
         dt = torch.float64 if kind == "ref" else q.dtype
         xs = [x.detach().to(dt).requires_grad_() for x in (q, k, v)]
         if kind == "tiles":
-            out, lse = tiles.attention(*xs, causal=causal, scale=scale, backend=name, return_lse=True)
+            out, lse = tiles.attention(*xs, causal=causal, scale=scale, backend=name, return_lse=True,
+                                       window_size=window)
         else:
-            out, lse = attention_ref(*xs, causal, scale, dtype=dt)
+            out, lse = attention_ref(*xs, causal, scale, dtype=dt, window=window)
         loss(out, lse).backward()
         grads[kind] = [x.grad for x in xs]
     for i, n in enumerate("qkv"):
@@ -178,11 +179,18 @@ def test_paged_cache(backend, Sq, H, Hkv, D, causal):
     ids=["causal-left100", "band-64-30", "decode-gqa-left129", "own-key", "right5"])
 def test_sliding_window(backend, Sq, Sk, H, Hkv, D, causal, window):
     """window_size=(left, right): each row sees the keys from left before its bottom-right diagonal to right
-    after it (causal: up to it). The loop starts at the window's first block; decode keeps the left edge."""
+    after it (causal: up to it). The loop starts at the window's first block; decode keeps the left edge.
+    The gradients too: dK / dV's query loop from the first row whose diagonal reaches the key block to the
+    last whose window does, dQ's key loop as the forward's."""
     name, device = backend
     q, k, v = _inputs(2, Sq, Sk, H, Hkv, D, torch.bfloat16, device, seed=11)
     out, lse = tiles.attention(q, k, v, causal=causal, backend=name, return_lse=True, window_size=window)
     check_attention_fwd(out, lse, q, k, v, causal, D ** -0.5, window)
+    g = torch.Generator().manual_seed(13)
+    do, dl = torch.randn(q.shape, generator=g).to(device), torch.randn(2, H, Sq, generator=g).to(device)
+    check_grads(name, q, k, v, causal, D ** -0.5,
+                lambda out, lse: (out * do.to(out.dtype)).sum() + (lse * dl.to(lse.dtype)).sum(),
+                window)
 
 
 def test_sliding_window_over_a_ragged_cache(backend):

@@ -152,13 +152,16 @@ def attention_bwd_prep(k, O, dO, Delta, *, D, BM=64):
     store(Delta[b, h, :], delta, row=row0)
 
 
-def _probabilities(k, s, p, q, kt, lse, qrow0, kcol0, Sq, Sk, scale, causal):
-    """s = scale·log2(e)·q kᵀ, masked; p = exp2(s - lse·log2(e)) (zero where masked)."""
+def _probabilities(k, s, p, q, kt, lse, qrow0, kcol0, Sq, Sk, scale, causal, left=None, right=None):
+    """s = scale·log2(e)·q kᵀ, masked (the forward's masks: causal or a sliding window's edges);
+    p = exp2(s - lse·log2(e)) (zero where masked)."""
     mma(s, q, kt, tb=True, accumulate=False)
     mul(s, s, scale * LOG2E)
     mask_cols(s, kcol0, Sk)
-    if causal:
-        mask_causal(s, qrow0, kcol0, Sk - Sq)
+    if causal or right is not None:
+        mask_causal(s, qrow0, kcol0, Sk - Sq + (0 if causal else right))
+    if left is not None:
+        mask_window(s, qrow0, kcol0, Sk - Sq - left)
     sub_row(s, s, lse)
     exp2(s, s)
     mask_rows(s, qrow0, Sq, 0.0)
@@ -173,7 +176,19 @@ def _dscores(k, ds, dsp, dp, s, do, vt, delta):
     cast(dsp, ds)
 
 
-def _dkdv(k, Q, K, V, dO, L, Delta, dK, dV, scale, causal, D, BM, BN, dQacc=None):
+def _q_blocks(k, kcol0, BM, BN, Sq, Sk, causal, left=None, right=None):
+    """(first, stop): the query blocks that see key block [kcol0, kcol0 + BN): from the first row whose
+    diagonal (plus a window's right edge) reaches it, to the last whose window's left edge does."""
+    first = 0
+    if causal or right is not None:
+        first = k.max(kcol0 - (Sk - Sq) - (0 if causal else right), 0) // BM
+    stop = k.cdiv(Sq, BM)
+    if left is not None:
+        stop = k.min(stop, k.cdiv(k.max(kcol0 + BN - (Sk - Sq) + left, 0), BM))  # rows up to kcol0 + BN - 1 - (Sk - Sq) + left
+    return first, stop
+
+
+def _dkdv(k, Q, K, V, dO, L, Delta, dK, dV, scale, causal, D, BM, BN, dQacc=None, left=None, right=None):
     """dK, dV for one key block of one KV head, looping over the query heads of its group and the
     query blocks that can see it; with dQacc, also each query block's share of dQ = dS K, added into
     dQacc (f32) as it is made."""
@@ -205,17 +220,17 @@ def _dkdv(k, Q, K, V, dO, L, Delta, dK, dV, scale, causal, D, BM, BN, dQacc=None
          load_async(vt, V[b, :, hk, :], row=kcol0, col=0))
     zero(dk)
     zero(dv)
-    first = k.max(kcol0 - (Sk - Sq), 0) // BM if causal else 0
+    first, stop = _q_blocks(k, kcol0, BM, BN, Sq, Sk, causal, left, right)
     for g in k.range(group):
         h = hk * group + g
-        for i in k.pipeline(first, k.cdiv(Sq, BM)):
+        for i in k.pipeline(first, stop):
             qrow0 = i * BM
             wait(load_async(q, Q[b, :, h, :], row=qrow0, col=0),
                  load_async(do, dO[b, :, h, :], row=qrow0, col=0))
             load(lse, L[b, h, :], row=qrow0)
             load(delta, Delta[b, h, :], row=qrow0)
             mul(lse, lse, LOG2E)
-            _probabilities(k, s, p, q, kt, lse, qrow0, kcol0, Sq, Sk, scale, causal)
+            _probabilities(k, s, p, q, kt, lse, qrow0, kcol0, Sq, Sk, scale, causal, left, right)
             mma(dv, p, do, ta=True)
             _dscores(k, ds, dsp, dp, s, do, vt, delta)
             if dQacc is None:
@@ -232,24 +247,26 @@ def _dkdv(k, Q, K, V, dO, L, Delta, dK, dV, scale, causal, D, BM, BN, dQacc=None
 
 
 @kernel(overlap=Pipelined(stages=2))
-def attention_bwd_dkdv(k, Q, K, V, dO, L, Delta, dK, dV, scale, *, causal, D, BM=64, BN=128):
+def attention_bwd_dkdv(k, Q, K, V, dO, L, Delta, dK, dV, scale, *, causal, D, BM=64, BN=128, left=None, right=None):
     """dK, dV for one key block of one KV head. Deterministic: no atomics (dQ comes from
-    attention_bwd_dq)."""
-    _dkdv(k, Q, K, V, dO, L, Delta, dK, dV, scale, causal, D, BM, BN)
+    attention_bwd_dq). `left` / `right`: the forward's sliding window."""
+    _dkdv(k, Q, K, V, dO, L, Delta, dK, dV, scale, causal, D, BM, BN, left=left, right=right)
 
 
 @kernel(overlap=Pipelined(stages=2))
-def attention_bwd_fused(k, Q, K, V, dO, L, Delta, dK, dV, dQacc, scale, *, causal, D, BM=64, BN=128):
+def attention_bwd_fused(k, Q, K, V, dO, L, Delta, dK, dV, dQacc, scale, *, causal, D, BM=64, BN=128, left=None,
+                        right=None):
     """dK and dV as attention_bwd_dkdv, and dQ in the same pass: each query block's dS K is added
     into dQacc (f32, zeroed by the caller) atomically, FlashAttention-2/3's scheme. Five GEMMs per
     block instead of the split backward's seven (dQ's kernel recomputes S and dP); dQacc's sums are
     not bitwise reproducible from run to run."""
-    _dkdv(k, Q, K, V, dO, L, Delta, dK, dV, scale, causal, D, BM, BN, dQacc=dQacc)
+    _dkdv(k, Q, K, V, dO, L, Delta, dK, dV, scale, causal, D, BM, BN, dQacc=dQacc, left=left, right=right)
 
 
 @kernel(overlap=Pipelined(stages=2))
-def attention_bwd_dq(k, Q, K, V, dO, L, Delta, dQ, scale, *, causal, D, BM=64, BN=128):
-    """dQ for one query block: loops over the key blocks it can see, as the forward does."""
+def attention_bwd_dq(k, Q, K, V, dO, L, Delta, dQ, scale, *, causal, D, BM=64, BN=128, left=None, right=None):
+    """dQ for one query block: loops over the key blocks it can see, as the forward does (a sliding
+    window's too)."""
     Bsz, Sq, H = Q.shape[0], Q.shape[1], Q.shape[2]
     Sk, Hkv = K.shape[1], K.shape[2]
     k.grid(k.cdiv(Sq, BM), H, Bsz)
@@ -276,10 +293,10 @@ def attention_bwd_dq(k, Q, K, V, dO, L, Delta, dQ, scale, *, causal, D, BM=64, B
     load(delta, Delta[b, h, :], row=qrow0)
     mul(lse, lse, LOG2E)
     zero(dq)
-    for j in k.pipeline(_kv_blocks(k, qrow0, BM, BN, Sq, Sk, causal)):
+    for j in k.pipeline(_first_kv_block(k, qrow0, BN, Sq, Sk, left), _kv_blocks(k, qrow0, BM, BN, Sq, Sk, causal, right)):
         wait(load_async(kt, K[b, :, hk, :], row=j * BN, col=0),
              load_async(vt, V[b, :, hk, :], row=j * BN, col=0))
-        _probabilities(k, s, p, q, kt, lse, qrow0, j * BN, Sq, Sk, scale, causal)
+        _probabilities(k, s, p, q, kt, lse, qrow0, j * BN, Sq, Sk, scale, causal, left, right)
         _dscores(k, ds, dsp, dp, s, do, vt, delta)
         mma(dq, dsp, kt)
     mul(dq, dq, scale)

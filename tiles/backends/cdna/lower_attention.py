@@ -810,8 +810,6 @@ class CDNAAttentionBwdDqLowering(CDNAAttentionLowering):
         if len(loops) != 1 or not loops[0].pipelined:
             self._fail("expected exactly one k.pipeline loop at the top level")
         loop = loops[0]
-        if self.expr(loop.start) != "0":
-            self._fail("the K/V loop must start at 0")
         pre = k.body[:k.body.index(loop)]
         post = k.body[k.body.index(loop) + 1:]
         if len(pre) < 3 or [n.name for n in pre[:3]] != ["load_async", "load_async", "wait"] or \
@@ -978,11 +976,13 @@ class CDNAAttentionBwdDqLowering(CDNAAttentionLowering):
         dt = cfg.dtype
         name = self.entry_name(cfg)
         G = self.k.grid
+        start = self.expr(loop.start)
+        first = "kb_begin" if start != "0" else "0"  # a sliding window's first key block, declared before the prologue
         source = self.env.get_template("attention_bwd_dq.hip.j2").render(
             cfg=cfg, name=name, ir_text=self.k.text(), template_version=BWD_TEMPLATE_VERSION, arg_decls=arg_decls,
             grid=[self.expr(x) for x in G], views=views, decls=_cxx_names(self.decls()), pre_ops=self.ops(g["pre"]),
-            body_ops=self.ops(g["rest"]), post_ops=self.ops(g["post"]), stop=self.expr(loop.stop),
-            loop_index=self.sym_name(loop.index), row_k0=row_k("0"), row_v0=row_v("0"), row_kn=row_k("kb_next"),
+            body_ops=self.ops(g["rest"]), post_ops=self.ops(g["post"]), start=start, stop=self.expr(loop.stop),
+            loop_index=self.sym_name(loop.index), row_k0=row_k(first), row_v0=row_v(first), row_kn=row_k("kb_next"),
             row_vn=row_v("kb_next"), q_row=self.rows(g["lq"].attrs["row"]), do_row=self.rows(g["ldo"].attrs["row"]),
             q_name=_cxx_names([g["q"].name])[0], do_name=_cxx_names([g["do"].name])[0], H=self.sym_name(Q.dims[2]), Hkv=self.sym_name(K.dims[2]),
             conflicts=cfg.conflicts(), swk=cfg.swizzle_k, swkt=cfg.swizzle_kt, mfma=cfg.mfma.mnemonic(dt))

@@ -673,8 +673,8 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
         if name == "mask_window":
             a = n.attrs
             if flip:
-                self._fail("mask_window on a score tile held transposed (the backward's Sᵀ) is not lowered: the "
-                           "sliding window is the forward's", n)
+                return (f"mask_window_transposed({v(n.outs[0])}, {self.expr(a['row0'])}, {self.row(a['col0'])}, "
+                        f"{self.expr(a['offset'])}, {self.fexpr(a['value'])});")
             return (f"mask_window({v(n.outs[0])}, {self.row(a['row0'])}, {self.expr(a['col0'])}, "
                     f"{self.expr(a['offset'])}, {self.fexpr(a['value'])});")
         if name == "mask_causal":

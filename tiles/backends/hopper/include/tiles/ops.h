@@ -315,6 +315,13 @@ template <int R, int C> __device__ __forceinline__ void mask_window(rt<float, R,
   if (col0 >= row0 + R - 1 + offset) return;  // the first column is inside every row's window
   mask_where(t, value, [=](int r, int c) { return col0 + c < row0 + r + offset; });
 }
+// mask_window of a TRANSPOSED score tile (rows = keys from col0, columns = queries from row0): value
+// where col0 + r < row0 + c + offset. The argument order is the logical tile's, as in mask_window.
+template <int R, int C>
+__device__ __forceinline__ void mask_window_transposed(rt<float, R, C>& t, int row0, int col0, int offset, float value) {
+  if (col0 >= row0 + C - 1 + offset) return;  // the first key is inside the last query's window
+  mask_where(t, value, [=](int r, int c) { return col0 + r < row0 + c + offset; });
+}
 template <int R, int C> __device__ __forceinline__ void mask_cols(rt<float, R, C>& t, int col0, int limit, float value) {
   if (col0 + C <= limit) return;
   mask_where(t, value, [=](int r, int c) { return col0 + c >= limit; });
