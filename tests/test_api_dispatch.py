@@ -278,3 +278,23 @@ def test_paged_cache_is_the_contiguous_cache_it_holds(monkeypatch):
     monkeypatch.undo()
     f = lambda t: tiles.attention(q, *pools, backend="interp", cache_seqlens=lens, block_table=t)  # noqa: E731
     assert torch.equal(torch.compile(f, backend="aot_eager", fullgraph=True)(table), want)
+
+
+def test_a_decode_window_is_a_slice_of_the_cache(monkeypatch):
+    """One query row a sequence under a left window sees the last left + 1 keys: the api hands the kernel
+    that slice of the cache, unmasked, and keeps the grouped rows; an edge that excludes no key is none."""
+    seen = []
+    impl = api._attention_fwd_impl
+
+    def spy(q, k, v, causal, scale, backend, lens=None, pages=None, left=-1, right=-1):
+        seen.append((tuple(q.shape), k.shape[1], causal, left, right))
+        return impl(q, k, v, causal, scale, backend, lens, pages, left, right)
+
+    monkeypatch.setattr(api, "_attention_fwd_impl", spy)
+    g = torch.Generator().manual_seed(15)
+    q = torch.randn(2, 1, 8, 64, generator=g).to(torch.bfloat16)
+    k, v = (torch.randn(2, 300, 2, 64, generator=g).to(torch.bfloat16) for _ in range(2))
+    out = tiles.attention(q, k, v, causal=True, backend="interp", window_size=(99, 0))
+    tiles.attention(q, k, v, causal=True, backend="interp", window_size=(2 ** 31 - 1, -1))
+    assert seen == [((2, 4, 2, 64), 100, False, -1, -1), ((2, 4, 2, 64), 300, False, -1, -1)]
+    assert torch.equal(out, tiles.attention(q, k[:, 200:], v[:, 200:], backend="interp"))

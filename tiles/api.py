@@ -229,8 +229,16 @@ def attention(q, k, v, causal: bool = False, scale: Optional[float] = None, back
     b = backends.resolve(backend, device, needs)
     for n, t in (("q", q), ("k", k), ("v", v)):
         validate.index_range(n, t, b.max_index)
+    # an edge that excludes no key is no edge (and stays within 32-bit key positions): a left edge at or
+    # past the first key of the longest sequence, a right edge at or past the last key of the first row
+    keys = Sk * (pages.shape[1] if pages is not None else 1)
+    left = None if left is not None and left >= keys - 1 else left
+    right = None if right is not None and right >= Sq - 1 else right
     if Sq == 1:  # decode: aligned bottom-right, the one query row sees every key, so the mask is void
         causal, right = False, None  # (and a right edge past the last key; a left edge stays)
+        if left is not None and lens is None:  # the window is the last left + 1 keys: a slice, and no mask
+            k, v, left = k[:, Sk - 1 - left:], v[:, Sk - 1 - left:], None
+            Sk = k.shape[1]
     window = (-1 if left is None else left, -1 if right is None else right)
     if _groups(Sq, Sk, H, Hkv, causal, lens is not None, window != (-1, -1)):
         out, lse = _grouped(q, k, v, causal, scale, b.name, lens, pages)

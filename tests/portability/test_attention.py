@@ -175,13 +175,16 @@ def test_paged_cache(backend, Sq, H, Hkv, D, causal):
 
 @pytest.mark.parametrize("Sq,Sk,H,Hkv,D,causal,window", [
     (300, 300, 4, 2, 128, True, (100, -1)), (200, 350, 2, 2, 64, False, (64, 30)), (1, 700, 8, 2, 64, True, (129, -1)),
-    (130, 500, 2, 1, 128, True, (0, 0)), (64, 64, 2, 2, 64, False, (-1, 5))],
-    ids=["causal-left100", "band-64-30", "decode-gqa-left129", "own-key", "right5"])
+    (130, 500, 2, 1, 128, True, (0, 0)), (64, 64, 2, 2, 64, False, (-1, 5)),
+    (300, 150, 2, 1, 64, True, (2 ** 31 - 1, -1)), (100, 200, 2, 2, 64, False, (2 ** 31 - 1, 2 ** 31 - 1))],
+    ids=["causal-left100", "band-64-30", "decode-gqa-left129", "own-key", "right5", "left-past-every-key",
+         "edges-past-every-key"])
 def test_sliding_window(backend, Sq, Sk, H, Hkv, D, causal, window):
     """window_size=(left, right): each row sees the keys from left before its bottom-right diagonal to right
     after it (causal: up to it). The loop starts at the window's first block; decode keeps the left edge.
     The gradients too: dK / dV's query loop from the first row whose diagonal reaches the key block to the
-    last whose window does, dQ's key loop as the forward's."""
+    last whose window does, dQ's key loop as the forward's. Edges past every key (2^31 - 1, which 32-bit
+    key positions would wrap) are no edges."""
     name, device = backend
     q, k, v = _inputs(2, Sq, Sk, H, Hkv, D, torch.bfloat16, device, seed=11)
     out, lse = tiles.attention(q, k, v, causal=causal, backend=name, return_lse=True, window_size=window)
