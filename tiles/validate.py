@@ -195,6 +195,20 @@ def attention(q, k, v, causal, scale_, backend_name, paged: bool = False):
     return q, k, v, scale(scale_, D), device
 
 
+def _host_may_read(name: str, t: torch.Tensor, device) -> bool:
+    """Whether the host may read `t`'s values to check them: not while torch.compile traces (they are
+    symbolic) or a CUDA graph is captured (a read would synchronize; the kernels clamp instead). A CPU
+    tensor during a capture is refused: the graph would keep the values of the capture."""
+    if "torch._dynamo" in sys.modules and torch.compiler.is_compiling():
+        return False
+    if device.type == "cuda" and torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
+        if t.device.type == "cpu":
+            raise ValueError(f"{name} is on the CPU while a CUDA graph is captured: the graph would keep its values "
+                             f"of the capture; pass it on q's device and update it in place between replays")
+        return False
+    return True
+
+
 def cache_seqlens(lens, batch: int, seq_k: int, device):
     """Each sequence's key count for attention over a cache of ragged lengths: a (batch,) tensor of
     int32 or int64 on q's device (a CPU tensor is copied there), as int32. Its values must lie in
@@ -207,16 +221,9 @@ def cache_seqlens(lens, batch: int, seq_k: int, device):
         raise ValueError(f"cache_seqlens must have one key count per sequence, shape ({batch},); got {tuple(lens.shape)}")
     if lens.requires_grad:
         raise ValueError("cache_seqlens holds counts: it cannot require grad")
-    on_host = lens.device.type == "cpu"
-    if lens.device != device and not on_host:
+    if lens.device != device and lens.device.type != "cpu":
         raise ValueError(f"cache_seqlens is on {lens.device}, q on {device}: pass it on q's device (or on the CPU)")
-    compiling = "torch._dynamo" in sys.modules and torch.compiler.is_compiling()
-    capturing = (not compiling and device.type == "cuda" and torch.cuda.is_available()
-                 and torch.cuda.is_current_stream_capturing())
-    if capturing and on_host and device.type != "cpu":
-        raise ValueError("cache_seqlens is on the CPU while a CUDA graph is captured: the graph would keep the counts "
-                         "of the capture; pass them on q's device and update them in place between replays")
-    if batch and not compiling and not capturing:
+    if batch and _host_may_read("cache_seqlens", lens, device):
         lo, hi = (int(x) for x in torch.aminmax(lens))
         if lo < 0 or hi > seq_k:
             raise ValueError(f"cache_seqlens must lie in [0, {seq_k}] (the keys k holds a sequence); got values from "
@@ -258,14 +265,7 @@ def block_table_entries(table, lens, pages: int, page_size: int, device):
     """The table as int32 on q's device, once the entries the counts (`lens`, checked) reach are found to
     name pages of the pool: on the host (one synchronization), except while a CUDA graph is captured or
     torch.compile traces, where the kernels clamp them into the pool. The rest of a row is never read."""
-    on_host = table.device.type == "cpu"
-    compiling = "torch._dynamo" in sys.modules and torch.compiler.is_compiling()
-    capturing = (not compiling and device.type == "cuda" and torch.cuda.is_available()
-                 and torch.cuda.is_current_stream_capturing())
-    if capturing and on_host and device.type != "cpu":
-        raise ValueError("block_table is on the CPU while a CUDA graph is captured: the graph would keep the table "
-                         "of the capture; pass it on q's device and update it in place between replays")
-    if table.shape[0] and not compiling and not capturing:
+    if table.shape[0] and _host_may_read("block_table", table, device):
         used = (torch.arange(table.shape[1], device=table.device)[None, :] * page_size
                 < lens.to(table.device)[:, None])  # the entries each count reaches
         bad = used & ((table < 0) | (table >= pages))
