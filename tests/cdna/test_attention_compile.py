@@ -92,12 +92,19 @@ def test_attention_isa_and_resources(arch, clang, D, causal):
 
 @pytest.mark.parametrize("arch,clang", [("gfx942", 22), ("gfx950", 22)])
 @pytest.mark.parametrize("D,causal", [(128, True), (64, False)])
-def test_ragged_cache_reads_its_count_once_spill_free(arch, clang, D, causal):
-    """The forward reading each sequence's key count (KLen[b]) declares it once after the program ids and
-    keeps the plain kernel's resources: no spill, the same LDS, at most 8 more VGPRs, the same MFMAs."""
+@pytest.mark.parametrize("cache", ["ragged", "paged"])
+def test_kv_cache_forward_keeps_the_plain_kernels_resources(arch, clang, D, causal, cache):
+    """Over a KV cache: ragged, each sequence's key count (KLen[b]) declared once after the program ids;
+    paged, gK / gV of the first block before the prologue and of the next block at the top of each
+    iteration (its page read from the table). Either keeps the plain kernel's resources: no spill, the same
+    LDS, at most 8 more VGPRs, the same MFMAs."""
     need_clang(clang)
-    low = lower(arch, D, causal, ragged=True)
-    assert low.source.count("KLen[pid2 * KLen_stride0]") == 1 and "const int seq_k = imax(imin(KLen[pid2 * KLen_stride0], K_shape1), 0);" in low.source
+    low = lower(arch, D, causal, ragged=cache == "ragged", paged=cache == "paged")
+    if cache == "ragged":
+        assert low.source.count("KLen[pid2 * KLen_stride0]") == 1
+        assert "const int seq_k = imax(imin(KLen[pid2 * KLen_stride0], K_shape1), 0);" in low.source
+    else:
+        assert low.source.count("const gview<2> gK = ") == 2 and "const int page = imax(imin(Pages[" in low.source
     r = cc.compile_hip(low.source, arch, clang)
     _, plain = compiled(arch, clang, D, causal)
     res = r.resources
@@ -105,21 +112,6 @@ def test_ragged_cache_reads_its_count_once_spill_free(arch, clang, D, causal):
     assert res["lds"] == plain.resources["lds"] and r.vgpr_total <= plain.vgpr_total + 8, (r.summary(), plain.summary())
     assert {m: n for m, n in r.counts.items() if m.startswith("v_mfma")} == {
         m: n for m, n in plain.counts.items() if m.startswith("v_mfma")}
-
-
-@pytest.mark.parametrize("arch,clang", [("gfx942", 22), ("gfx950", 22)])
-@pytest.mark.parametrize("D,causal", [(128, True), (64, False)])
-def test_paged_cache_views_move_with_the_block_spill_free(arch, clang, D, causal):
-    """A paged cache: gK / gV of the first block before the prologue, of the next block at the top of each
-    iteration (its page read from the table); the plain kernel's resources otherwise."""
-    need_clang(clang)
-    low = lower(arch, D, causal, paged=True)
-    assert low.source.count("const gview<2> gK = ") == 2 and "const int page = imax(imin(Pages[" in low.source
-    r = cc.compile_hip(low.source, arch, clang)
-    _, plain = compiled(arch, clang, D, causal)
-    res = r.resources
-    assert res["scratch"] == 0 and res["vgpr_spill"] == 0 and res["sgpr_spill"] == 0, r.summary()
-    assert res["lds"] == plain.resources["lds"] and r.vgpr_total <= plain.vgpr_total + 8, (r.summary(), plain.summary())
 
 
 @pytest.mark.parametrize("arch,clang", TOOLCHAINS)

@@ -242,6 +242,19 @@ def test_cli_show_and_emit(tmp_path):
         assert res and all(v["spill_stores"] == 0 and v["stack"] == 0 for v in res.values()), r.stderr
 
 
+def _emitted_split_builds(out, tmp_path):
+    """The forward's unit emitted to `out` (a split one: the kernel and its merge) builds with nvcc, neither
+    function spilling."""
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not on PATH")
+    (src,) = out.glob("tiles_attention_fwd_hopper*.cu")
+    r = subprocess.run(["nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-Xptxas", "-v", "-std=c++17",
+                        f"-I{out}", str(src), "-o", str(tmp_path / "a.cubin")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    res = runtime.parse_ptxas(r.stderr + r.stdout)
+    assert len(res) == 2 and all(v["spill_stores"] == 0 and v["stack"] == 0 for v in res.values()), r.stderr
+
+
 def test_cli_show_split_prints_the_cut_forward_and_its_merge(tmp_path):
     """`show attention_fwd --backend hopper --split`: the forward as a short grid launches it (split_tail,
     the causal example on the heavy-first walk), with its merge kernel; the emitted unit builds with nvcc
@@ -256,14 +269,7 @@ def test_cli_show_split_prints_the_cut_forward_and_its_merge(tmp_path):
     p = subprocess.run([sys.executable, "-m", "tiles", "show", "attention_fwd", "--backend", "hopper", "--split",
                         "--emit", str(out)], capture_output=True, text=True, cwd=ROOT, env=env)
     assert p.returncode == 0, p.stderr
-    if shutil.which("nvcc") is None:
-        pytest.skip("nvcc is not on PATH")
-    (src,) = out.glob("tiles_attention_fwd_hopper*.cu")
-    r = subprocess.run(["nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-Xptxas", "-v", "-std=c++17",
-                        f"-I{out}", str(src), "-o", str(tmp_path / "a.cubin")], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    res = runtime.parse_ptxas(r.stderr + r.stdout)
-    assert len(res) == 2 and all(v["spill_stores"] == 0 and v["stack"] == 0 for v in res.values()), r.stderr
+    _emitted_split_builds(out, tmp_path)
 
 
 @pytest.mark.parametrize("backend", ["interp", "hopper", "cdna"])
@@ -289,14 +295,7 @@ def test_cli_show_cache_prints_the_forward_over_a_kv_cache(backend, tmp_path):
     out = tmp_path / "emit"
     p = run("attention_fwd", "--backend", "hopper", "--cache", "paged", "--split", "--emit", str(out))
     assert p.returncode == 0, p.stderr
-    if shutil.which("nvcc") is None:
-        pytest.skip("nvcc is not on PATH")
-    (src,) = out.glob("tiles_attention_fwd_hopper*.cu")
-    r = subprocess.run(["nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-Xptxas", "-v", "-std=c++17",
-                        f"-I{out}", str(src), "-o", str(tmp_path / "a.cubin")], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    res = runtime.parse_ptxas(r.stderr + r.stdout)
-    assert len(res) == 2 and all(v["spill_stores"] == 0 and v["stack"] == 0 for v in res.values()), r.stderr
+    _emitted_split_builds(out, tmp_path)
 
 
 def test_cli_show_errors_and_the_printed_build_command(tmp_path):

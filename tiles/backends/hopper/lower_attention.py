@@ -670,19 +670,12 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
             if flip:
                 return f"mask_cols({v(n.outs[0])}, {self.expr(a['row0'])}, {self.expr(a['limit'])}, {self.fexpr(a['value'])});"
             return f"mask_rows({v(n.outs[0])}, {self.row(a['row0'])}, {self.expr(a['limit'])}, {self.fexpr(a['value'])});"
-        if name == "mask_window":
+        if name in ("mask_causal", "mask_window"):  # a diagonal's two sides: the same arguments
             a = n.attrs
             if flip:
-                return (f"mask_window_transposed({v(n.outs[0])}, {self.expr(a['row0'])}, {self.row(a['col0'])}, "
+                return (f"{name}_transposed({v(n.outs[0])}, {self.expr(a['row0'])}, {self.row(a['col0'])}, "
                         f"{self.expr(a['offset'])}, {self.fexpr(a['value'])});")
-            return (f"mask_window({v(n.outs[0])}, {self.row(a['row0'])}, {self.expr(a['col0'])}, "
-                    f"{self.expr(a['offset'])}, {self.fexpr(a['value'])});")
-        if name == "mask_causal":
-            a = n.attrs
-            if flip:
-                return (f"mask_causal_transposed({v(n.outs[0])}, {self.expr(a['row0'])}, {self.row(a['col0'])}, "
-                        f"{self.expr(a['offset'])}, {self.fexpr(a['value'])});")
-            return (f"mask_causal({v(n.outs[0])}, {self.row(a['row0'])}, {self.expr(a['col0'])}, "
+            return (f"{name}({v(n.outs[0])}, {self.row(a['row0'])}, {self.expr(a['col0'])}, "
                     f"{self.expr(a['offset'])}, {self.fexpr(a['value'])});")
         if name == "fill_where":
             if flip:
