@@ -167,7 +167,7 @@ _attention_fwd.register_autograd(_attn_backward, setup_context=_attn_setup)
 
 
 def attention(q, k, v, causal: bool = False, scale: Optional[float] = None, backend: Optional[str] = None,
-              return_lse: bool = False, cache_seqlens=None, block_table=None, window_size=(-1, -1)):
+              return_lse: bool = False, cache_seqlens=None, block_table=None, window_size=(-1, -1), sinks=None):
     """Scaled dot-product attention, FlashAttention's layout.
 
     q: (batch, seq_q, heads, head_dim); k, v: (batch, seq_k, kv_heads, head_dim), kv_heads dividing
@@ -205,10 +205,17 @@ def attention(q, k, v, causal: bool = False, scale: Optional[float] = None, back
     key j where i + seq_k - seq_q - left <= j <= i + seq_k - seq_q + right (each sequence's own seq_k
     with cache_seqlens); causal fixes right at 0. Only the key blocks inside a query block's window are
     visited, so a window of w keys costs about w keys a row whatever seq_k is; the backward too.
+
+    `sinks`: attention sinks (gpt-oss), one logit a query head, (heads,) float: each row's softmax takes
+    one more term, exp(sinks[h]), with a value of zero, so a row may give weight to no key. Out and the
+    LSE are the kernels' rescaled by it (an elementwise pass in f32), and the sinks are differentiable. A
+    row that sees no key then gives zeros and LSE = sinks[h].
     """
     paged = block_table is not None
     q, k, v, scale, device = validate.attention(q, k, v, causal, scale, backend, paged=paged)
     validate.flag("return_lse", return_lse)
+    if sinks is not None:
+        sinks = validate.sinks(sinks, q.shape[2], device)
     left, right = validate.window_size(window_size, causal)
     B, Sq, H, D = q.shape
     Sk, Hkv = k.shape[1], k.shape[2]
@@ -244,7 +251,20 @@ def attention(q, k, v, causal: bool = False, scale: Optional[float] = None, back
         out, lse = _grouped(q, k, v, causal, scale, b.name, lens, pages)
     else:
         out, lse = _fwd(q, k, v, causal, scale, b.name, lens, pages, window)
+    if sinks is not None:
+        out, lse = _sink(out, lse, sinks)
     return (out, lse) if return_lse else out
+
+
+def _sink(out, lse, sinks):
+    """The softmax with one more term a row, exp(sinks[h]) with a value of zero (attention sinks): lse' =
+    log(e^lse + e^sink) and out' = out · e^(lse - lse'), in f32; a row that saw no key (lse +inf, the
+    kernels' convention) keeps its zeros and takes lse' = sink. Torch operations, so autograd reaches the
+    sinks, and out and lse reach the kernels' backward (which takes a gradient on the LSE)."""
+    seen = torch.where(lse == float("inf"), -float("inf"), lse)
+    total = torch.logaddexp(seen, sinks.float()[None, :, None])
+    w = torch.exp(seen - total).transpose(1, 2).unsqueeze(-1)  # (B, Sq, H, 1)
+    return (out.float() * w).to(out.dtype), total
 
 
 # Up to this many query rows a sequence (decode, speculative decoding, a short chunk), GQA / MQA runs the

@@ -65,6 +65,18 @@ def window_size(value, causal: bool) -> tuple:
     return (None if left < 0 else left), (None if right < 0 or causal else right)
 
 
+def sinks(value, heads: int, device):
+    """Attention sinks: one logit a query head, a (heads,) float tensor on q's device."""
+    value = as_tensor("sinks", value)
+    if not value.dtype.is_floating_point or value.dtype not in (torch.float32, torch.bfloat16, torch.float16):
+        raise TypeError(f"sinks must be a float32, bfloat16 or float16 tensor, got {value.dtype}")
+    if tuple(value.shape) != (heads,):
+        raise ValueError(f"sinks holds one logit a query head, shape ({heads},); got {tuple(value.shape)}")
+    if value.device != device:
+        raise ValueError(f"sinks is on {value.device}, q on {device}: pass it on q's device")
+    return value
+
+
 def positive_f32(name: str, value, what: str) -> float:
     """A positive finite number the kernels take as a float32 (attention's scale, layernorm's eps)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):

@@ -32,11 +32,12 @@ def mean_err(x, ref) -> float:
     return d.mean().item() if d.numel() else 0.0
 
 
-def attention_ref(q, k, v, causal, scale, dtype=torch.float64, window=(-1, -1)):
+def attention_ref(q, k, v, causal, scale, dtype=torch.float64, window=(-1, -1), sinks=None):
     """Attention in `dtype` on (B, S, H, D) inputs, the naive way: the float64 reference, or (with the
     inputs' own dtype) the low-precision PyTorch computation the rule compares against. `window`:
     FlashAttention's window_size (left, right), -1 for none: row i sees key j where
-    i + Sk - Sq - left <= j <= i + Sk - Sq + right."""
+    i + Sk - Sq - left <= j <= i + Sk - Sq + right. `sinks` (H,): one more softmax term a row, exp(sink),
+    whose value is zero (attention sinks)."""
     B, Sq, H, D = q.shape
     Sk, Hkv = k.shape[1], k.shape[2]
     Q = q.to(dtype).transpose(1, 2)
@@ -54,6 +55,9 @@ def attention_ref(q, k, v, causal, scale, dtype=torch.float64, window=(-1, -1)):
         if left >= 0:
             keep &= j >= diag - left
         s = s.masked_fill(~keep, -math.inf)
+    if sinks is not None:  # a column of the sink's logit, whose value row is zero
+        s = torch.cat([s, sinks.to(dtype)[None, :, None, None].expand(B, H, Sq, 1)], -1)
+        V = torch.cat([V, V.new_zeros(B, H, 1, D)], -2)
     lse = torch.logsumexp(s.double(), -1)
     p = torch.softmax(s, -1).nan_to_num(0.0)  # rows with no key give zeros
     return (p @ V).transpose(1, 2), lse

@@ -206,6 +206,40 @@ def test_sliding_window_over_a_ragged_cache(backend):
     check_attention_fwd_ragged(out, lse, q, k, v, lens, True, 64 ** -0.5, (200, 0))
 
 
+@pytest.mark.parametrize("Sq,Sk,causal,window", [(100, 100, True, (-1, -1)), (1, 300, True, (63, -1)),
+                                                 (130, 70, True, (-1, -1))],
+                         ids=["causal", "decode-window", "rows-before-keys"])
+def test_sinks(backend, Sq, Sk, causal, window):
+    """Attention sinks (gpt-oss): one logit a head joins each row's softmax with a value of zero. Output and
+    LSE against float64 with the sink's column, and the gradients of q, k, v and the sinks by the rule; a
+    row that sees no key gives zeros and LSE = its head's sink."""
+    name, device = backend
+    H, D = 4, 64
+    q, k, v = _inputs(2, Sq, Sk, H, 2, D, torch.bfloat16, device, seed=14)
+    sinks = torch.randn(H, generator=torch.Generator().manual_seed(15)).to(device)
+    do = torch.randn(q.shape, generator=torch.Generator().manual_seed(16)).to(device)
+    grads, outs = {}, {}
+    for kind in ("tiles", "ref", "lp"):
+        dt = torch.float64 if kind == "ref" else q.dtype
+        xs = [x.detach().to(dt).requires_grad_() for x in (q, k, v)]
+        s = sinks.detach().to(torch.float64 if kind == "ref" else torch.float32).requires_grad_()
+        if kind == "tiles":
+            out, lse = tiles.attention(*xs, causal=causal, backend=name, return_lse=True, window_size=window, sinks=s)
+        else:
+            out, lse = attention_ref(*xs, causal, D ** -0.5, dtype=dt, window=window, sinks=s)
+        (out * do.to(out.dtype)).sum().backward()
+        grads[kind], outs[kind] = [x.grad for x in xs] + [s.grad], (out, lse)
+    out, lse = outs["tiles"]
+    ref, ref_lse = outs["ref"]
+    assert max_err(out, ref) <= 2 * max_err(outs["lp"][0], ref) + fl(ref)
+    assert torch.allclose(lse.double(), ref_lse, rtol=1e-4, atol=1e-4)
+    for i, n in enumerate(("q", "k", "v", "sinks")):
+        e, e_lp = max_err(grads["tiles"][i], grads["ref"][i]), max_err(grads["lp"][i], grads["ref"][i])
+        assert e <= 3 * e_lp + fl(grads["ref"][i]), f"d{n}: max error {e:.3e} > 3·{e_lp:.3e} + fl"
+    if Sq > Sk:  # rows before the first key: the sink's alone
+        assert torch.all(out[:, :Sq - Sk] == 0) and torch.allclose(lse[:, :, :Sq - Sk], sinks[None, :, None].expand(2, H, Sq - Sk))
+
+
 def test_fully_masked_rows_are_zero_with_finite_grads(backend):
     name, device = backend
     q, k, v = _inputs(1, 50, 20, 2, 1, 64, torch.bfloat16, device)
