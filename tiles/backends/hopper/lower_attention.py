@@ -1317,7 +1317,8 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
                    order=self.order, reverse=self.reverse, window=self.window_bytes is not None,
                    window_bytes=self.window_bytes, window_mb=WINDOW_MB, window_note=self.window_note,
                    uniform_warpgroup=bool(self.options.get("uniform_warpgroup", True)),
-                   split=self.split, split_bounds=split_bounds, let_lines=self.declarations(RESERVED | {"tile", "part", "units", "kb_stop", "kb_begin", "kb_end"}),
+                   split=self.split, split_bounds=split_bounds,
+                   let_lines=self.declarations(RESERVED | {"tile", "part", "units", "kb_stop", "kb_begin", "kb_end"}),
                    transposed=", ".join(t.name for t in k.tiles if t.kind == "reg" and t in self.flipped),
                    col_vectors=", ".join(t.name for t in k.tiles if t.kind == "vec" and t in self.flipped))
         src = self.env.get_template("attention.cu.j2").render(**ctx)
