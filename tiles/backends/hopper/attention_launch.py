@@ -286,10 +286,10 @@ class AttentionLaunch:
     @staticmethod
     def _heaviest_trips(k: ir.Kernel, env: dict, grid0: int) -> int:
         """The heaviest program's trips of the pipelined loop (a causal loop's count runs with program 0:
-        both ends are read)."""
+        both ends are read, and the middle, where a two-sided sliding window's heaviest programs are)."""
         loop = k.main_loop()
         trips = 0
-        for p0 in (0, grid0 - 1):
+        for p0 in (0, grid0 // 2, grid0 - 1):
             at = dict(env, pid0=p0, pid1=0, pid2=0)
             trips = max(trips, int(ir.evaluate(ir.as_expr(loop.stop), at)) - int(ir.evaluate(ir.as_expr(loop.start), at)))
         return trips
