@@ -457,14 +457,18 @@ def test_let_leaves_every_backends_code_as_it_was():
 
 
 @tiles.kernel
-def _ragged_rows(k, X, Y, N, *, BM=16):
-    """Copies the first N[b] rows of X[b] into Y[b] (and 0 past them): each program reads its count."""
+def _count_rows(k, X, Y, N, *, stopped=False, BM=16):
+    """Copies the first N[b] rows of X[b] into Y[b] (and 0 past them): each program reads its count, and
+    masks the rows past it, or (stopped) reads them through a window that stops there."""
     k.grid(k.cdiv(X.shape[1], BM), X.shape[0])
     rb, b = k.program_id(0), k.program_id(1)
     n = k.let(k.min(k.read(N, b, bound=X.shape[1]), X.shape[1]), "n")
     t = k.reg(BM, 16, tiles.f32)
-    tiles.load(t, X[b, :, :], row=rb * BM, col=0)
-    tiles.mask_rows(t, rb * BM, n, 0.0)
+    if stopped:
+        tiles.load(t, X[b, :n, :], row=rb * BM, col=0)
+    else:
+        tiles.load(t, X[b, :, :], row=rb * BM, col=0)
+        tiles.mask_rows(t, rb * BM, n, 0.0)
     tiles.store(Y[b, :, :], t, row=rb * BM, col=0)
 
 
@@ -474,10 +478,10 @@ def test_read_gives_each_program_its_count():
     x = _t(3, 40, 16)
     y = torch.full_like(x, float("nan"))
     n = torch.tensor([40, 5, 0], dtype=torch.int32)
-    backends.get("interp").launch(_ragged_rows, x, y, n)
+    backends.get("interp").launch(_count_rows, x, y, n)
     for b, c in enumerate(n.tolist()):
         assert torch.equal(y[b, :c], x[b, :c]) and torch.equal(y[b, c:], torch.zeros_like(y[b, c:]))
-    kern = _ragged_rows.trace(x, y, n)
+    kern = _count_rows.trace(x, y, n)
     assert kern.reads == [kern.params[2]] and "let n = min(N[pid1], X.shape1)" in kern.text()
     (stop,) = [o.attrs["limit"] for o in kern.walk() if isinstance(o, ir.Op) and o.name == "mask_rows"]
     assert ir.evaluate(stop, {"X.shape1": 40, "pid1": 1}) == 40  # no tensor here: the bound
@@ -490,8 +494,7 @@ def test_read_errors_name_what_is_wrong():
     def trace(body, n=torch.zeros(2, dtype=torch.int32)):
         @tiles.kernel
         def bad(k, X, N):
-            body(k, X, N)
-            k.grid(1) if not getattr(k, "_grid", None) else None
+            body(k, X, N)  # each body raises before the trace's end
 
         with pytest.raises(TileError) as e:
             bad.trace(_t(2, 4), n)
@@ -511,7 +514,7 @@ def test_read_is_refused_where_a_lowering_cannot_spell_it():
     from tiles.backends.hopper.lower_simt import SimtLowering
     from tiles.core.lowering import LoweringError
 
-    kern = _ragged_rows.trace(_t(3, 40, 16), _t(3, 40, 16), torch.zeros(3, dtype=torch.int32))
+    kern = _count_rows.trace(_t(3, 40, 16), _t(3, 40, 16), torch.zeros(3, dtype=torch.int32))
     with pytest.raises(LoweringError, match=r"reads elements of N \(k.read\), which this lowering"):
         SimtLowering(kern)
 
@@ -524,26 +527,15 @@ def test_a_launch_checks_what_its_programs_read():
     x, y = _t(3, 40, 16), _t(3, 40, 16)
     for n, ok in ((torch.zeros(3, dtype=torch.int32), None), (torch.zeros(2, dtype=torch.int32), "outside N of shape (2,)"),
                   (torch.zeros(3, dtype=torch.int32, device="meta"), "an int32 tensor on cpu, got torch.int32 on meta")):
-        kern = _ragged_rows.trace(x, y, n)
-        bound = _ragged_rows.bind(x, y, n)
-        grid = [int(ir.evaluate(g, _ragged_rows.runtime_env(kern, bound))) for g in kern.grid]
+        kern = _count_rows.trace(x, y, n)
+        bound = _count_rows.bind(x, y, n)
+        grid = [int(ir.evaluate(g, _count_rows.runtime_env(kern, bound))) for g in kern.grid]
         tensors = {p.name: bound.arguments[p.name] for p in kern.params}
         if ok is None:
-            check_reads(kern, tensors, _ragged_rows.runtime_env(kern, bound), grid)
+            check_reads(kern, tensors, _count_rows.runtime_env(kern, bound), grid)
         else:
             with pytest.raises(ValueError, match=re.escape(ok)):
-                check_reads(kern, tensors, _ragged_rows.runtime_env(kern, bound), grid)
-
-
-@tiles.kernel
-def _stopped_rows(k, X, Y, N, *, BM=16):
-    """Y[b] <- X[b][:N[b]] through a window stopped at the count: rows past it read as zeros."""
-    k.grid(k.cdiv(X.shape[1], BM), X.shape[0])
-    rb, b = k.program_id(0), k.program_id(1)
-    n = k.let(k.min(k.read(N, b, bound=X.shape[1]), X.shape[1]), "n")
-    t = k.reg(BM, 16, tiles.f32)
-    tiles.load(t, X[b, :n, :], row=rb * BM, col=0)
-    tiles.store(Y[b, :, :], t, row=rb * BM, col=0)
+                check_reads(kern, tensors, _count_rows.runtime_env(kern, bound), grid)
 
 
 def test_a_window_stopped_short_reads_zeros_past_its_stop():
@@ -551,10 +543,10 @@ def test_a_window_stopped_short_reads_zeros_past_its_stop():
     x[1, 5:] = float("nan")  # past the count: never read
     y = torch.full_like(x, 7.0)
     n = torch.tensor([40, 5, 0], dtype=torch.int32)
-    backends.get("interp").launch(_stopped_rows, x, y, n)
+    backends.get("interp").launch(_count_rows, x, y, n, stopped=True)
     for b, c in enumerate(n.tolist()):
         assert torch.equal(y[b, :c], x[b, :c]) and torch.equal(y[b, c:], torch.zeros_like(y[b, c:]))
-    assert "load(t, X[pid1, :n, :], row=pid0 * 16, col=0)" in _stopped_rows.trace(x, y, n).text()
+    assert "load(t, X[pid1, :n, :], row=pid0 * 16, col=0)" in _count_rows.trace(x, y, n, stopped=True).text()
 
     @tiles.kernel
     def writes_stopped(k, X, Y):
