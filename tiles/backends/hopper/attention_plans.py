@@ -461,3 +461,33 @@ class SchedulePlans:
 
     def continuous_turns(self) -> bool:
         return bool(self.pingpong and self.deferred is not None and self.options.get("continuous_turns", True))
+
+    def plan_kv_rings(self) -> None:
+        """Option kv_rings: the tile only the deferred mma reads (the forward's V) gets barriers of its
+        own (`S.late`), so the stage of the tiles read in the same iteration (K) goes back to the
+        producer as soon as their mmas retire, not after the next iteration's deferred mma. The producer
+        waits for each release and expects each arrival on its own; a consumer waits for K before its
+        first mma and for V only before the deferred mma that reads it. With shared memory for two
+        stages only (wider key blocks), K then still lands an iteration ahead, as FlashAttention-3's
+        separate K and V pipelines do."""
+        self.late_tile = None
+        if not self.options.get("kv_rings", False):
+            return
+        if self.deferred is None:
+            self._fail("option kv_rings gives the deferred mma's tile barriers of its own: it takes the rotated loop")
+        if self.ring_stores:
+            self._fail("option kv_rings: not with ring_store (the O store keeps the first mma's stage past the "
+                       "release kv_rings gives it)")
+        loads = [x for x in self.loop.body if isinstance(x, ir.Op) and x.name == "load_async"]
+        if len(loads) != 2 or any(id(x) in self.vec_tma for x in self.loop.body):
+            self._fail("option kv_rings: the pipelined loop loads two tiles (K and V), and no vector by TMA")
+        if any(x.ins[0].stops for x in loads):
+            self._fail("option kv_rings: not with windows stopped short (the rows past a stop are zeroed "
+                       "once a stage has landed, under one barrier)")
+        readers = {id(x.outs[0]): [n for n in self.loop_body if isinstance(n, ir.Op) and n.name == "mma"
+                                   and x.outs[0] in n.ins] for x in loads}
+        late = [x.outs[0] for x in loads if readers[id(x.outs[0])] == [self.deferred]]
+        if len(late) != 1 or any(self.deferred in readers[id(x.outs[0])] for x in loads if x.outs[0] is not late[0]):
+            self._fail("option kv_rings: one loaded tile must be read by the deferred mma alone, and the other "
+                       "one not by it")
+        self.late_tile = late[0]

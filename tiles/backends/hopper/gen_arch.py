@@ -15,7 +15,7 @@ import sys
 ARCH_H = pathlib.Path(__file__).parent / "include" / "tiles" / "arch.h"
 BEGIN = "// BEGIN GENERATED wgmma (gen_arch.py)\n"
 END = "// END GENERATED wgmma\n"
-NS = (16, 32, 64, 96, 128, 256)  # wgmma N values tiles uses (PTX allows every multiple of 8 up to 256)
+NS = (16, 32, 64, 96, 128, 160, 176, 192, 256)  # wgmma N values tiles uses (PTX allows every multiple of 8 up to 256)
 TYPES = (("bf16", ".bf16.bf16"), ("f16", ".f16.f16"))
 # 8-bit inputs: k32 per instruction, both operands K-major in shared memory (the fp8 forms have no
 # transpose immediates), so only wgmma_ss<N, fp8e4m3, 0, 0> exists.

@@ -153,7 +153,7 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
         known = {"stages", "consumers", "pingpong", "rotate", "hoist", "persistent", "order", "fold", "early_release",
                  "window", "continuous_turns", "uniform_warpgroup", "tree_max", "prefetch", "ds_stages",
                  "reducer", "whole_tile_stores", "peel", "wide_stores", "tma_store",
-                 "stmatrix", "vec_tma", "resident", "quad_sums", "split_tail", "ring_store"}
+                 "stmatrix", "vec_tma", "resident", "quad_sums", "split_tail", "ring_store", "kv_rings"}
         unknown = set(self.options) - known
         if unknown:
             self._fail(f"unknown options {sorted(unknown)} (known: {sorted(known)})")
@@ -513,6 +513,18 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
         c = self.tma_coords(view, o.attrs["row"], o.attrs["col"])
         return [f"// {ir.format_op(o)}", f"load_async_4d({self.var(t)}, {m}, {bar}, {', '.join(c)});"]
 
+    def kv_loads(self, loads) -> List[str]:
+        """Option kv_rings: the tiles read this iteration on the ring's barriers, then the deferred mma's
+        tile on its own (`S.late`), each load behind its own stage's release."""
+        lines = []
+        for ring, group in (("ring", [x for x in loads if x.outs[0] is not self.late_tile]),
+                            ("late", [x for x in loads if x.outs[0] is self.late_tile])):
+            why = "a fresh ring counts as released" if ring == "ring" else "released once the deferred mma has read it"
+            lines.append(f"wait(S.{ring}.empty[pos.stage], pos.phase ^ 1);  // {why}")
+            lines.append(f"expect_tiles(S.{ring}.full[pos.stage], {', '.join(self.var(x.outs[0]) for x in group)});")
+            lines += [line for x in group for line in self.producer_load(x, f"S.{ring}.full[pos.stage]")]
+        return lines
+
     def producer(self, nodes, depth) -> List[str]:
         pad = "  " * depth
         lines = []
@@ -527,10 +539,13 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
                     loads = [x for x in n.body if isinstance(x, ir.Op) and x.name == "load_async"]
                     vecs = [x for x in n.body if isinstance(x, ir.Op) and id(x) in self.vec_tma]
                     staged = [self.var(x.outs[0]) for x in loads] + [f"S.{self.vec_tma[id(x)]}[pos.stage]" for x in vecs]
-                    lines.append(f"{pad}  wait(S.ring.empty[pos.stage], pos.phase ^ 1);  // a fresh ring counts as released")
-                    lines.append(f"{pad}  expect_tiles(S.ring.full[pos.stage], {', '.join(staged)});")
-                    lines += self.with_loop_lets(n, pad + "  ", lambda: [
-                        pad + "  " + line for x in loads for line in self.producer_load(x, "S.ring.full[pos.stage]")])
+                    if self.late_tile is not None:  # option kv_rings: each tile on its own barriers
+                        lines += self.with_loop_lets(n, pad + "  ", lambda: [pad + "  " + line for line in self.kv_loads(loads)])
+                    else:
+                        lines.append(f"{pad}  wait(S.ring.empty[pos.stage], pos.phase ^ 1);  // a fresh ring counts as released")
+                        lines.append(f"{pad}  expect_tiles(S.ring.full[pos.stage], {', '.join(staged)});")
+                        lines += self.with_loop_lets(n, pad + "  ", lambda: [
+                            pad + "  " + line for x in loads for line in self.producer_load(x, "S.ring.full[pos.stage]")])
                     for x in vecs:
                         m = self.maps[(id(x.ins[0].param), x.outs[0].rows)]
                         lines.append(f"{pad}  // {ir.format_op(x)}")
@@ -579,7 +594,13 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
                              "stages its tile there")
                 lines.append(f"{pad}held = -1;")
             else:
-                lines.append(f"{pad}if (held >= 0) release(S.ring.empty[held]), held = -1;  // its last reader retired")
+                ring = "ring" if self.late_tile is None else "late"
+                lines.append(f"{pad}if (held >= 0) release(S.{ring}.empty[held]), held = -1;  // its last reader retired")
+        if self.late_tile is not None and self.in_loop_body and not self.early_released \
+                and any(g.stage == "cur" for g in retired) and not any(g.stage == "cur" for g in keep):
+            lines.append(f"{pad}release(S.ring.empty[pos.stage]);  // its tiles' last readers retired (the deferred "
+                         f"mma's {self.late_tile.name} has barriers of its own)")
+            self.early_released = True
         pending[:] = keep
         carved = {id(src) for src, _ in self.ring_stores.values()}
         if self.in_loop_body and any(id(t) in carved for g in retired for t in g.reads) \
@@ -820,6 +841,8 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
                 if kind == "ring":  # one barrier per stage covers every load of the iteration
                     lines.append(f"{pad}wait(S.ring.full[pos.stage], pos.phase);")
                     lines += self.zero_past_stops(pad)
+                    if self.late_tile is not None and not self.peeling:  # option kv_rings
+                        lines.append(self.late_wait(pad, guard=not self.peel))
                 else:  # each one-shot load completes on its own barrier
                     for t in n.attrs["tokens"]:
                         i = self.tokens[t][1]
@@ -1023,6 +1046,13 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
                           f"{pad}}}"]
         return lines
 
+    def late_wait(self, pad: str, guard: bool) -> str:
+        """Option kv_rings: the wait for the held stage's tile of the deferred mma (V), before the turn
+        in which that mma is issued."""
+        t = self.late_tile.name
+        wait = f"wait(S.late.full[held], held_phase);  // {t} of the deferred mma has landed"
+        return f"{pad}if (held >= 0) {wait}" if guard else pad + wait
+
     def deferred_mma(self, pad: str, pending: List[_Group], which: str, guard: bool = True) -> List[str]:
         """The loop's last mma, issued for the previous iteration (operands in the held stage). The
         group is committed even when there is none to issue, so that wait counts stay exact. In a
@@ -1047,13 +1077,15 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
         main = n is self.loop
 
         def body(state):
+            self.early_released = False
             out = self.consumer(self.loop_body if main else n.body, depth + 1, state)
             if main:
                 ip = pad + "  "
                 if self.deferred is not None:
                     # everything of this stage but the deferred mma is done; keep the stage for it
                     self.wait_for([g.acc for g in state if g.stage is not None], state, out, ip, release=False)
-                    out.append(f"{ip}held = pos.stage;  // its {self.var(self.deferred.ins[1], 'held')[2:].split('[')[0]} "
+                    phase = ", held_phase = pos.phase" if self.late_tile is not None else ""
+                    out.append(f"{ip}held = pos.stage{phase};  // its {self.var(self.deferred.ins[1], 'held')[2:].split('[')[0]} "
                                "is read by the deferred mma next iteration")
                 elif any(g.stage == "cur" for g in state):
                     for g in state:
@@ -1108,6 +1140,8 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
         lines.append(f"{pad}}}")
         pending[:] = state
         if main and self.deferred is not None:
+            if self.late_tile is not None:  # option kv_rings
+                lines.append(self.late_wait(pad, guard=True))
             if self.pingpong:
                 lines.append(f"{pad}arch::bar_sync(1 + cw, 256);  // my turn on the tensor cores")
             lines += self.deferred_mma(pad, pending, "the last iteration's")
@@ -1183,6 +1217,7 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
         self.plan_window()
         self.plan_split()
         self.plan_ring_store()
+        self.plan_kv_rings()
         # PingPong with the rotation: the turns run on across the loop's runs and programs (the first is
         # handed to warpgroup 0 once, before the first program): warpgroup 0 starts its next program's
         # first mma while warpgroup 1 issues its last one and finishes, instead of after warpgroup 1's
@@ -1291,14 +1326,14 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
                 ("qs", bool(self.quad_sums)), ("w", self.window_bytes),
                 ("t", self.tree_max), ("pf", bool(self.prefetch)), ("d2", self.ds_stages == 2), ("r", self.reducer),
                 ("ws", self.options.get("whole_tile_stores", False)), ("pl", self.peel), ("ts", bool(self.tma_stores)),
-                ("rs", bool(self.ring_stores)),
+                ("rs", bool(self.ring_stores)), ("kv", self.late_tile is not None),
                 ("nsm", not self.options.get("stmatrix", True)), ("vt", bool(self.vec_tma)),
                 ("st", self.split is not None), ("rd", bool(k.reads))]
         meaning = {"ra": "resident A operands", "pp": "PingPong turns", "rot": "rotated loop", "h": "hoisted mma",
                    "np": "one CTA a program", "f": "scale folded into the exponent", "qs": "quad row sums",
                    "w": "L2 windows", "t": "tree maximum", "pf": "vectors prefetched", "d2": "two dS copies",
                    "r": "reducer warp", "ws": "whole-tile stores", "pl": "first iteration peeled",
-                   "ts": "TMA store", "rs": "ring_store", "nsm": "no stmatrix", "vt": "vectors by TMA",
+                   "ts": "TMA store", "rs": "ring_store", "kv": "K and V rings", "nsm": "no stmatrix", "vt": "vectors by TMA",
                    "st": "split tail", "rd": "sizes read from a tensor (k.read)"}
         legend = [f"s{self.stages} = {self.stages} stages", f"c{self.consumers} = {self.consumers} consumer warpgroups"]
         legend += [f"{t} = {meaning.get(t, f'{self.wide_stores} pairs a store')}" for t, on in tags if on]
@@ -1311,6 +1346,7 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
                    n_once=max(1, len(self.once)), shared=shared, sig=sig, decls=decls, producer=producer, reducer=reducer,
                    whole_tile_stores=self.options.get("whole_tile_stores", False), wide_stores=self.wide_stores,
                    stmatrix=bool(self.options.get("stmatrix", True)), smem_bytes=self.smem_bytes,
+                   late=self.late_tile.name if self.late_tile is not None else None,
                    consumer=consumer, consumer_pre=pre, consumer_post=post, maps=[m for _, m, _, _ in params],
                    producer_regs=self.producer_regs, consumer_regs=self.consumer_regs,
                    grid=[self.expr(g) for g in k.grid], persistent=self.persistent,

@@ -497,6 +497,123 @@ template <int TB> struct wgmma_rs<128, f16, TB> {
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TB));
   }
 };
+// ---- N = 160: 80 accumulators per thread
+#define TILES_WGMMA_D160 "{" "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79" "}"
+#define TILES_WGMMA_OPS160(d) "+f"(d[0].x), "+f"(d[0].y), "+f"(d[1].x), "+f"(d[1].y), "+f"(d[2].x), "+f"(d[2].y), "+f"(d[3].x), "+f"(d[3].y), "+f"(d[4].x), "+f"(d[4].y), "+f"(d[5].x), "+f"(d[5].y), "+f"(d[6].x), "+f"(d[6].y), "+f"(d[7].x), "+f"(d[7].y), "+f"(d[8].x), "+f"(d[8].y), "+f"(d[9].x), "+f"(d[9].y), "+f"(d[10].x), "+f"(d[10].y), "+f"(d[11].x), "+f"(d[11].y), "+f"(d[12].x), "+f"(d[12].y), "+f"(d[13].x), "+f"(d[13].y), "+f"(d[14].x), "+f"(d[14].y), "+f"(d[15].x), "+f"(d[15].y), "+f"(d[16].x), "+f"(d[16].y), "+f"(d[17].x), "+f"(d[17].y), "+f"(d[18].x), "+f"(d[18].y), "+f"(d[19].x), "+f"(d[19].y), "+f"(d[20].x), "+f"(d[20].y), "+f"(d[21].x), "+f"(d[21].y), "+f"(d[22].x), "+f"(d[22].y), "+f"(d[23].x), "+f"(d[23].y), "+f"(d[24].x), "+f"(d[24].y), "+f"(d[25].x), "+f"(d[25].y), "+f"(d[26].x), "+f"(d[26].y), "+f"(d[27].x), "+f"(d[27].y), "+f"(d[28].x), "+f"(d[28].y), "+f"(d[29].x), "+f"(d[29].y), "+f"(d[30].x), "+f"(d[30].y), "+f"(d[31].x), "+f"(d[31].y), "+f"(d[32].x), "+f"(d[32].y), "+f"(d[33].x), "+f"(d[33].y), "+f"(d[34].x), "+f"(d[34].y), "+f"(d[35].x), "+f"(d[35].y), "+f"(d[36].x), "+f"(d[36].y), "+f"(d[37].x), "+f"(d[37].y), "+f"(d[38].x), "+f"(d[38].y), "+f"(d[39].x), "+f"(d[39].y)
+template <int TA, int TB> struct wgmma_ss<160, bf16, TA, TB> {
+  static __device__ __forceinline__ void run(float2 (&d)[40], u64 desc_a, u64 desc_b, int scale_d) {
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %82, 0;\n"
+                 " wgmma.mma_async.sync.aligned.m64n160k16.f32.bf16.bf16 " TILES_WGMMA_D160
+                 ", %80, %81, p, 1, 1, %83, %84;\n}\n"
+                 : TILES_WGMMA_OPS160(d)
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TA), "n"(TB));
+  }
+};
+template <int TB> struct wgmma_rs<160, bf16, TB> {
+  static __device__ __forceinline__ void run(float2 (&d)[40], const u32 (&a)[4], u64 desc_b, int scale_d) {
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %85, 0;\n"
+                 " wgmma.mma_async.sync.aligned.m64n160k16.f32.bf16.bf16 " TILES_WGMMA_D160
+                 ", {%80, %81, %82, %83}, %84, p, 1, 1, %86;\n}\n"
+                 : TILES_WGMMA_OPS160(d)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TB));
+  }
+};
+template <int TA, int TB> struct wgmma_ss<160, f16, TA, TB> {
+  static __device__ __forceinline__ void run(float2 (&d)[40], u64 desc_a, u64 desc_b, int scale_d) {
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %82, 0;\n"
+                 " wgmma.mma_async.sync.aligned.m64n160k16.f32.f16.f16 " TILES_WGMMA_D160
+                 ", %80, %81, p, 1, 1, %83, %84;\n}\n"
+                 : TILES_WGMMA_OPS160(d)
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TA), "n"(TB));
+  }
+};
+template <int TB> struct wgmma_rs<160, f16, TB> {
+  static __device__ __forceinline__ void run(float2 (&d)[40], const u32 (&a)[4], u64 desc_b, int scale_d) {
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %85, 0;\n"
+                 " wgmma.mma_async.sync.aligned.m64n160k16.f32.f16.f16 " TILES_WGMMA_D160
+                 ", {%80, %81, %82, %83}, %84, p, 1, 1, %86;\n}\n"
+                 : TILES_WGMMA_OPS160(d)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TB));
+  }
+};
+// ---- N = 176: 88 accumulators per thread
+#define TILES_WGMMA_D176 "{" "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87" "}"
+#define TILES_WGMMA_OPS176(d) "+f"(d[0].x), "+f"(d[0].y), "+f"(d[1].x), "+f"(d[1].y), "+f"(d[2].x), "+f"(d[2].y), "+f"(d[3].x), "+f"(d[3].y), "+f"(d[4].x), "+f"(d[4].y), "+f"(d[5].x), "+f"(d[5].y), "+f"(d[6].x), "+f"(d[6].y), "+f"(d[7].x), "+f"(d[7].y), "+f"(d[8].x), "+f"(d[8].y), "+f"(d[9].x), "+f"(d[9].y), "+f"(d[10].x), "+f"(d[10].y), "+f"(d[11].x), "+f"(d[11].y), "+f"(d[12].x), "+f"(d[12].y), "+f"(d[13].x), "+f"(d[13].y), "+f"(d[14].x), "+f"(d[14].y), "+f"(d[15].x), "+f"(d[15].y), "+f"(d[16].x), "+f"(d[16].y), "+f"(d[17].x), "+f"(d[17].y), "+f"(d[18].x), "+f"(d[18].y), "+f"(d[19].x), "+f"(d[19].y), "+f"(d[20].x), "+f"(d[20].y), "+f"(d[21].x), "+f"(d[21].y), "+f"(d[22].x), "+f"(d[22].y), "+f"(d[23].x), "+f"(d[23].y), "+f"(d[24].x), "+f"(d[24].y), "+f"(d[25].x), "+f"(d[25].y), "+f"(d[26].x), "+f"(d[26].y), "+f"(d[27].x), "+f"(d[27].y), "+f"(d[28].x), "+f"(d[28].y), "+f"(d[29].x), "+f"(d[29].y), "+f"(d[30].x), "+f"(d[30].y), "+f"(d[31].x), "+f"(d[31].y), "+f"(d[32].x), "+f"(d[32].y), "+f"(d[33].x), "+f"(d[33].y), "+f"(d[34].x), "+f"(d[34].y), "+f"(d[35].x), "+f"(d[35].y), "+f"(d[36].x), "+f"(d[36].y), "+f"(d[37].x), "+f"(d[37].y), "+f"(d[38].x), "+f"(d[38].y), "+f"(d[39].x), "+f"(d[39].y), "+f"(d[40].x), "+f"(d[40].y), "+f"(d[41].x), "+f"(d[41].y), "+f"(d[42].x), "+f"(d[42].y), "+f"(d[43].x), "+f"(d[43].y)
+template <int TA, int TB> struct wgmma_ss<176, bf16, TA, TB> {
+  static __device__ __forceinline__ void run(float2 (&d)[44], u64 desc_a, u64 desc_b, int scale_d) {
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %90, 0;\n"
+                 " wgmma.mma_async.sync.aligned.m64n176k16.f32.bf16.bf16 " TILES_WGMMA_D176
+                 ", %88, %89, p, 1, 1, %91, %92;\n}\n"
+                 : TILES_WGMMA_OPS176(d)
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TA), "n"(TB));
+  }
+};
+template <int TB> struct wgmma_rs<176, bf16, TB> {
+  static __device__ __forceinline__ void run(float2 (&d)[44], const u32 (&a)[4], u64 desc_b, int scale_d) {
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %93, 0;\n"
+                 " wgmma.mma_async.sync.aligned.m64n176k16.f32.bf16.bf16 " TILES_WGMMA_D176
+                 ", {%88, %89, %90, %91}, %92, p, 1, 1, %94;\n}\n"
+                 : TILES_WGMMA_OPS176(d)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TB));
+  }
+};
+template <int TA, int TB> struct wgmma_ss<176, f16, TA, TB> {
+  static __device__ __forceinline__ void run(float2 (&d)[44], u64 desc_a, u64 desc_b, int scale_d) {
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %90, 0;\n"
+                 " wgmma.mma_async.sync.aligned.m64n176k16.f32.f16.f16 " TILES_WGMMA_D176
+                 ", %88, %89, p, 1, 1, %91, %92;\n}\n"
+                 : TILES_WGMMA_OPS176(d)
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TA), "n"(TB));
+  }
+};
+template <int TB> struct wgmma_rs<176, f16, TB> {
+  static __device__ __forceinline__ void run(float2 (&d)[44], const u32 (&a)[4], u64 desc_b, int scale_d) {
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %93, 0;\n"
+                 " wgmma.mma_async.sync.aligned.m64n176k16.f32.f16.f16 " TILES_WGMMA_D176
+                 ", {%88, %89, %90, %91}, %92, p, 1, 1, %94;\n}\n"
+                 : TILES_WGMMA_OPS176(d)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TB));
+  }
+};
+// ---- N = 192: 96 accumulators per thread
+#define TILES_WGMMA_D192 "{" "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95" "}"
+#define TILES_WGMMA_OPS192(d) "+f"(d[0].x), "+f"(d[0].y), "+f"(d[1].x), "+f"(d[1].y), "+f"(d[2].x), "+f"(d[2].y), "+f"(d[3].x), "+f"(d[3].y), "+f"(d[4].x), "+f"(d[4].y), "+f"(d[5].x), "+f"(d[5].y), "+f"(d[6].x), "+f"(d[6].y), "+f"(d[7].x), "+f"(d[7].y), "+f"(d[8].x), "+f"(d[8].y), "+f"(d[9].x), "+f"(d[9].y), "+f"(d[10].x), "+f"(d[10].y), "+f"(d[11].x), "+f"(d[11].y), "+f"(d[12].x), "+f"(d[12].y), "+f"(d[13].x), "+f"(d[13].y), "+f"(d[14].x), "+f"(d[14].y), "+f"(d[15].x), "+f"(d[15].y), "+f"(d[16].x), "+f"(d[16].y), "+f"(d[17].x), "+f"(d[17].y), "+f"(d[18].x), "+f"(d[18].y), "+f"(d[19].x), "+f"(d[19].y), "+f"(d[20].x), "+f"(d[20].y), "+f"(d[21].x), "+f"(d[21].y), "+f"(d[22].x), "+f"(d[22].y), "+f"(d[23].x), "+f"(d[23].y), "+f"(d[24].x), "+f"(d[24].y), "+f"(d[25].x), "+f"(d[25].y), "+f"(d[26].x), "+f"(d[26].y), "+f"(d[27].x), "+f"(d[27].y), "+f"(d[28].x), "+f"(d[28].y), "+f"(d[29].x), "+f"(d[29].y), "+f"(d[30].x), "+f"(d[30].y), "+f"(d[31].x), "+f"(d[31].y), "+f"(d[32].x), "+f"(d[32].y), "+f"(d[33].x), "+f"(d[33].y), "+f"(d[34].x), "+f"(d[34].y), "+f"(d[35].x), "+f"(d[35].y), "+f"(d[36].x), "+f"(d[36].y), "+f"(d[37].x), "+f"(d[37].y), "+f"(d[38].x), "+f"(d[38].y), "+f"(d[39].x), "+f"(d[39].y), "+f"(d[40].x), "+f"(d[40].y), "+f"(d[41].x), "+f"(d[41].y), "+f"(d[42].x), "+f"(d[42].y), "+f"(d[43].x), "+f"(d[43].y), "+f"(d[44].x), "+f"(d[44].y), "+f"(d[45].x), "+f"(d[45].y), "+f"(d[46].x), "+f"(d[46].y), "+f"(d[47].x), "+f"(d[47].y)
+template <int TA, int TB> struct wgmma_ss<192, bf16, TA, TB> {
+  static __device__ __forceinline__ void run(float2 (&d)[48], u64 desc_a, u64 desc_b, int scale_d) {
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %98, 0;\n"
+                 " wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 " TILES_WGMMA_D192
+                 ", %96, %97, p, 1, 1, %99, %100;\n}\n"
+                 : TILES_WGMMA_OPS192(d)
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TA), "n"(TB));
+  }
+};
+template <int TB> struct wgmma_rs<192, bf16, TB> {
+  static __device__ __forceinline__ void run(float2 (&d)[48], const u32 (&a)[4], u64 desc_b, int scale_d) {
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %101, 0;\n"
+                 " wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 " TILES_WGMMA_D192
+                 ", {%96, %97, %98, %99}, %100, p, 1, 1, %102;\n}\n"
+                 : TILES_WGMMA_OPS192(d)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TB));
+  }
+};
+template <int TA, int TB> struct wgmma_ss<192, f16, TA, TB> {
+  static __device__ __forceinline__ void run(float2 (&d)[48], u64 desc_a, u64 desc_b, int scale_d) {
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %98, 0;\n"
+                 " wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 " TILES_WGMMA_D192
+                 ", %96, %97, p, 1, 1, %99, %100;\n}\n"
+                 : TILES_WGMMA_OPS192(d)
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TA), "n"(TB));
+  }
+};
+template <int TB> struct wgmma_rs<192, f16, TB> {
+  static __device__ __forceinline__ void run(float2 (&d)[48], const u32 (&a)[4], u64 desc_b, int scale_d) {
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %101, 0;\n"
+                 " wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 " TILES_WGMMA_D192
+                 ", {%96, %97, %98, %99}, %100, p, 1, 1, %102;\n}\n"
+                 : TILES_WGMMA_OPS192(d)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TB));
+  }
+};
 // ---- N = 256: 128 accumulators per thread
 #define TILES_WGMMA_D256 "{" "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127" "}"
 #define TILES_WGMMA_OPS256(d) "+f"(d[0].x), "+f"(d[0].y), "+f"(d[1].x), "+f"(d[1].y), "+f"(d[2].x), "+f"(d[2].y), "+f"(d[3].x), "+f"(d[3].y), "+f"(d[4].x), "+f"(d[4].y), "+f"(d[5].x), "+f"(d[5].y), "+f"(d[6].x), "+f"(d[6].y), "+f"(d[7].x), "+f"(d[7].y), "+f"(d[8].x), "+f"(d[8].y), "+f"(d[9].x), "+f"(d[9].y), "+f"(d[10].x), "+f"(d[10].y), "+f"(d[11].x), "+f"(d[11].y), "+f"(d[12].x), "+f"(d[12].y), "+f"(d[13].x), "+f"(d[13].y), "+f"(d[14].x), "+f"(d[14].y), "+f"(d[15].x), "+f"(d[15].y), "+f"(d[16].x), "+f"(d[16].y), "+f"(d[17].x), "+f"(d[17].y), "+f"(d[18].x), "+f"(d[18].y), "+f"(d[19].x), "+f"(d[19].y), "+f"(d[20].x), "+f"(d[20].y), "+f"(d[21].x), "+f"(d[21].y), "+f"(d[22].x), "+f"(d[22].y), "+f"(d[23].x), "+f"(d[23].y), "+f"(d[24].x), "+f"(d[24].y), "+f"(d[25].x), "+f"(d[25].y), "+f"(d[26].x), "+f"(d[26].y), "+f"(d[27].x), "+f"(d[27].y), "+f"(d[28].x), "+f"(d[28].y), "+f"(d[29].x), "+f"(d[29].y), "+f"(d[30].x), "+f"(d[30].y), "+f"(d[31].x), "+f"(d[31].y), "+f"(d[32].x), "+f"(d[32].y), "+f"(d[33].x), "+f"(d[33].y), "+f"(d[34].x), "+f"(d[34].y), "+f"(d[35].x), "+f"(d[35].y), "+f"(d[36].x), "+f"(d[36].y), "+f"(d[37].x), "+f"(d[37].y), "+f"(d[38].x), "+f"(d[38].y), "+f"(d[39].x), "+f"(d[39].y), "+f"(d[40].x), "+f"(d[40].y), "+f"(d[41].x), "+f"(d[41].y), "+f"(d[42].x), "+f"(d[42].y), "+f"(d[43].x), "+f"(d[43].y), "+f"(d[44].x), "+f"(d[44].y), "+f"(d[45].x), "+f"(d[45].y), "+f"(d[46].x), "+f"(d[46].y), "+f"(d[47].x), "+f"(d[47].y), "+f"(d[48].x), "+f"(d[48].y), "+f"(d[49].x), "+f"(d[49].y), "+f"(d[50].x), "+f"(d[50].y), "+f"(d[51].x), "+f"(d[51].y), "+f"(d[52].x), "+f"(d[52].y), "+f"(d[53].x), "+f"(d[53].y), "+f"(d[54].x), "+f"(d[54].y), "+f"(d[55].x), "+f"(d[55].y), "+f"(d[56].x), "+f"(d[56].y), "+f"(d[57].x), "+f"(d[57].y), "+f"(d[58].x), "+f"(d[58].y), "+f"(d[59].x), "+f"(d[59].y), "+f"(d[60].x), "+f"(d[60].y), "+f"(d[61].x), "+f"(d[61].y), "+f"(d[62].x), "+f"(d[62].y), "+f"(d[63].x), "+f"(d[63].y)
@@ -563,9 +680,6 @@ template <> struct wgmma_ss<128, fp8e4m3, 0, 0> {
                  : "l"(desc_a), "l"(desc_b), "r"(scale_d));
   }
 };
-// ---- N = 192 (8-bit inputs only): 96 accumulators per thread
-#define TILES_WGMMA_D192 "{" "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95" "}"
-#define TILES_WGMMA_OPS192(d) "+f"(d[0].x), "+f"(d[0].y), "+f"(d[1].x), "+f"(d[1].y), "+f"(d[2].x), "+f"(d[2].y), "+f"(d[3].x), "+f"(d[3].y), "+f"(d[4].x), "+f"(d[4].y), "+f"(d[5].x), "+f"(d[5].y), "+f"(d[6].x), "+f"(d[6].y), "+f"(d[7].x), "+f"(d[7].y), "+f"(d[8].x), "+f"(d[8].y), "+f"(d[9].x), "+f"(d[9].y), "+f"(d[10].x), "+f"(d[10].y), "+f"(d[11].x), "+f"(d[11].y), "+f"(d[12].x), "+f"(d[12].y), "+f"(d[13].x), "+f"(d[13].y), "+f"(d[14].x), "+f"(d[14].y), "+f"(d[15].x), "+f"(d[15].y), "+f"(d[16].x), "+f"(d[16].y), "+f"(d[17].x), "+f"(d[17].y), "+f"(d[18].x), "+f"(d[18].y), "+f"(d[19].x), "+f"(d[19].y), "+f"(d[20].x), "+f"(d[20].y), "+f"(d[21].x), "+f"(d[21].y), "+f"(d[22].x), "+f"(d[22].y), "+f"(d[23].x), "+f"(d[23].y), "+f"(d[24].x), "+f"(d[24].y), "+f"(d[25].x), "+f"(d[25].y), "+f"(d[26].x), "+f"(d[26].y), "+f"(d[27].x), "+f"(d[27].y), "+f"(d[28].x), "+f"(d[28].y), "+f"(d[29].x), "+f"(d[29].y), "+f"(d[30].x), "+f"(d[30].y), "+f"(d[31].x), "+f"(d[31].y), "+f"(d[32].x), "+f"(d[32].y), "+f"(d[33].x), "+f"(d[33].y), "+f"(d[34].x), "+f"(d[34].y), "+f"(d[35].x), "+f"(d[35].y), "+f"(d[36].x), "+f"(d[36].y), "+f"(d[37].x), "+f"(d[37].y), "+f"(d[38].x), "+f"(d[38].y), "+f"(d[39].x), "+f"(d[39].y), "+f"(d[40].x), "+f"(d[40].y), "+f"(d[41].x), "+f"(d[41].y), "+f"(d[42].x), "+f"(d[42].y), "+f"(d[43].x), "+f"(d[43].y), "+f"(d[44].x), "+f"(d[44].y), "+f"(d[45].x), "+f"(d[45].y), "+f"(d[46].x), "+f"(d[46].y), "+f"(d[47].x), "+f"(d[47].y)
 template <> struct wgmma_ss<192, fp8e4m3, 0, 0> {
   static __device__ __forceinline__ void run(float2 (&d)[48], u64 desc_a, u64 desc_b, int scale_d) {
     asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %98, 0;\n"
