@@ -13,7 +13,8 @@ and V pipelines do.
 
 Variants (all `peel`, non-causal, no split tail or ring_store): `plain` / `kv` at 128 keys (3 stages),
 `bnN` (shared stages) and `kvN` at N = 160, 176, 192 (2 stages), and `kvk` / `kvkN`, kv_rings with the
-producer one V behind (`edit_kfirst`, FlashAttention-3's order),
+producer one V behind (`edit_kfirst`, FlashAttention-3's order), and `kvL` / `kvL192`, the launched
+options (the split tail, ring_store up to 4k queries) with kv_rings,
 beside the launched kernel and SDPA's cuDNN backend, B·S = 16k tokens, H = 16.
 
     PYTHONPATH=.:bench:tests/hopper python3 bench/attention_kv_rings.py [check | S ... [variant ...]]
@@ -64,8 +65,8 @@ def variants():
     out = {"plain": (128, False, None), "kv": (128, True, None), "kvk": (128, True, edit_kfirst)}
     for n in WIDTHS[1:]:
         out[f"bn{n}"], out[f"kv{n}"], out[f"kvk{n}"] = (n, False, None), (n, True, None), (n, True, edit_kfirst)
-    # the launched options (the split tail) with kv_rings in place of ring_store
-    out["kvst"], out["kvst192"] = (128, "launched", None), (192, "launched", None)
+    # the launched options (the split tail; ring_store up to 4k queries) with kv_rings
+    out["kvL"], out["kvL192"] = (128, "launched", None), (192, "launched", None)
     return out
 
 
@@ -77,7 +78,8 @@ def check():
     from test_compile import assert_no_spills
     from tiles.backends.hopper import runtime
     for name, (bn, kv, fn) in variants().items():
-        opts = {"peel": True, "kv_rings": True, "split_tail": 3} if kv == "launched" else {"peel": True, "kv_rings": kv}
+        opts = ({"peel": True, "kv_rings": True, "split_tail": 3, "ring_store": True} if kv == "launched"
+                else {"peel": True, "kv_rings": kv})
         low = _lower(D=128, causal=False, options=opts, BM=128, BN=bn)
         src = fn(low.source) if fn else low.source
         c = runtime.compile_cuda(src, name=f"{low.entry}_{name}.cu", cache=False)
@@ -91,7 +93,6 @@ def launcher(W, attention_fwd, q, k, v, o, lse, bn, kv, fn):
     opts = {"peel": True, "kv_rings": kv}
     if kv == "launched":
         opts = dict(W.schedule("attention_fwd", D, (q, k, v, o, lse, D ** -0.5)) or {})
-        opts.pop("ring_store", None)
         opts["kv_rings"] = True
     cfg = {"BM": 128, "BN": bn}
     base = W.prepare(attention_fwd, q, k, v, o, lse, D ** -0.5, causal=False, D=D, options=opts, **cfg)

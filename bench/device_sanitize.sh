@@ -4,7 +4,7 @@
 # $OUT/sanitizer.txt. Run by the device scripts:
 #   WORKLOAD=gemm_fp8 TOOL_TIMEOUT=90 sh bench/device_sanitize.sh
 . bench/device_env.sh
-WORKLOAD=${WORKLOAD:?attention, gemm_fp8, fused, split, ring, decode or default}
+WORKLOAD=${WORKLOAD:?attention, gemm_fp8, fused, split, ring, decode, kv or default}
 only=""
 [ "$WORKLOAD" = default ] || only="--only $WORKLOAD"
 python3 bench/sanitize_suite.py $only 2>&1 | tail -1  # warm the kernel cache outside the sanitizers

@@ -10,6 +10,8 @@ split tail (whole tiles, then parts; parts only).
 the keys (one program in many parts, a grid as long as its units), MHA at D = 64, and four causal rows (the
 grouped call, the second call on the last keys, the merge), each again over a cache of ragged lengths
 (cache_seqlens: each program reads its count) and in pages of a pool (block_table).
+`--only kv` runs the forward with option kv_rings (session 44) at 128 and 192 keys a block, with
+ring_store and the split tail among them.
 `--only split` runs the forward with option split_tail (every program in parts, causal parts
 that see no key, and walks with whole tiles first). `--only fused` runs the backward through
 attention_bwd_fused (dQ added by the reducer warp's TMA reduces), D = 64 and 128, causal and not, with GQA and tails, then the split backward at the small
@@ -36,19 +38,20 @@ be = backends.for_device(dev)
 torch.manual_seed(0)
 ran = []
 only = sys.argv[2] if sys.argv[1:2] == ["--only"] else None
-if only not in (None, "attention", "gemm_fp8", "fused", "split", "ring", "decode"):
-    sys.exit(f"--only takes attention, gemm_fp8, fused, split, ring or decode, got {only!r}")
+if only not in (None, "attention", "gemm_fp8", "fused", "split", "ring", "decode", "kv"):
+    sys.exit(f"--only takes attention, gemm_fp8, fused, split, ring, decode or kv, got {only!r}")
 
 
-def forward(B, Sq, Sk, H, Hkv, D, causal, options):
-    """One launch of the forward with these lowering options, on fresh random bf16 inputs (K as V)."""
+def forward(B, Sq, Sk, H, Hkv, D, causal, options, **tiles_cfg):
+    """One launch of the forward with these lowering options (and tile sizes), on fresh random bf16
+    inputs (K as V)."""
     from tiles.backends.hopper.lower_attention import WarpSpecializedLowering as W
     from tiles.kernels import attention_fwd
 
     q = torch.randn(B, Sq, H, D, device=dev, dtype=torch.bfloat16)
     k = torch.randn(B, Sk, Hkv, D, device=dev, dtype=torch.bfloat16)
     o, lse = torch.empty_like(q), torch.empty(B, H, Sq, device=dev)
-    cfg = W.config("attention_fwd", D=D, causal=causal, Sq=Sq)
+    cfg = {**W.config("attention_fwd", D=D, causal=causal, Sq=Sq), **tiles_cfg}
     go = W.prepare(attention_fwd, q, k, k, o, lse, D ** -0.5, causal=causal, D=D, options=options, **cfg)
     go()
     return go
@@ -89,6 +92,17 @@ if only == "ring":  # option ring_store (session 37)
         ran.append(f"ring_store_split{go.split}")
     torch.cuda.synchronize()
     print(f"sanitize_suite: ran attention_fwd ring_store {', '.join(ran)}")
+    sys.exit(0)
+if only == "kv":  # option kv_rings (session 44): V on barriers of its own, 128 and 192 keys a block
+    for B, Sq, Sk, H, Hkv, causal, BN, opts in (
+            (4, 1000, 1000, 8, 4, False, 128, {"peel": True}), (4, 1000, 1000, 8, 4, True, 128, {}),
+            (3, 700, 300, 8, 2, True, 192, {}), (4, 1000, 1000, 8, 4, False, 192, {"peel": True}),
+            (4, 1000, 1000, 8, 4, False, 192, {"peel": True, "ring_store": True}),
+            (2, 2000, 2000, 8, 4, False, 192, {"peel": True, "ring_store": True, "split_tail": 3})):
+        forward(B, Sq, Sk, H, Hkv, 128, causal, {**opts, "kv_rings": True}, BM=128, BN=BN)
+        ran.append(f"kv_rings_{B}x{Sq}x{Sk}_causal{int(causal)}_bn{BN}_{'_'.join(opts)}")
+    torch.cuda.synchronize()
+    print(f"sanitize_suite: ran attention_fwd kv_rings {', '.join(ran)}")
     sys.exit(0)
 if only == "split":  # option split_tail (session 32): every program in parts, and a walk with whole tiles first
     # (2, 2000, 2000, 8, ...): 256 programs at D = 128 (176 at 64), so 132 whole tiles come first

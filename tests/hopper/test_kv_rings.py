@@ -2,10 +2,11 @@
 forward's V) on barriers of its own, so K's stage goes back as soon as S has read it.
 
 On the CPU: the refusals, what the generated source does (each tile's own release and arrival, V waited
-for before the turn that issues the deferred mma), and that it compiles through NVRTC without spills or
-serialized wgmmas, at 128 keys a block (three stages) and at 192 (two). On an sm_90 GPU: the output
-bitwise as without the option (the same sums, other barriers) over persistent walks, tails, GQA, causal
-rows that see no key and the split tail; 192-key blocks against float64."""
+for before the turn that issues the deferred mma, K's last stage kept for ring_store), and that it
+compiles through NVRTC without spills or serialized wgmmas, at 128 keys a block (three stages) and at
+192 (two). On an sm_90 GPU: the output bitwise as without the option (the same sums, other barriers)
+over persistent walks, tails, GQA, causal rows that see no key, ring_store and the split tail; 192-key
+blocks against float64."""
 from __future__ import annotations
 
 import pathlib
@@ -26,8 +27,6 @@ def _lower(D=128, causal=False, options=None, **over):
 def test_refusals():
     with pytest.raises(LoweringError, match="rotated loop"):
         _lower(options={"kv_rings": True, "rotate": False})
-    with pytest.raises(LoweringError, match="ring_store"):
-        _lower(options={"peel": True, "kv_rings": True, "ring_store": True})
     from test_attention_lower import _lower as lower
     with pytest.raises(LoweringError, match="stopped short"):
         lower(D=128, causal=False, options={"kv_rings": True}, ragged=True)
@@ -54,8 +53,20 @@ def test_source(peel):
     assert "S.late" not in plain.source and plain.entry + "kv" == _lower(options={"peel": peel, "kv_rings": True}).entry
 
 
+def test_source_with_ring_store():
+    """ring_store keeps the last iteration's K stage for the O store: K's release skips that iteration,
+    and V's stage goes back after the loop."""
+    src = _lower(options={"peel": True, "kv_rings": True, "ring_store": True}).source
+    assert src.count("if (kb + 1 != kb_stop) release(S.ring.empty[pos.stage]);") == 2
+    assert "release(S.ring.empty[pos.stage]);  // its tiles' last readers retired (" not in src
+    after = src.split("// mma(o, p, vt, accumulate=True)  [the last iteration's")[1]
+    assert after.index("if (held >= 0) release(S.late.empty[held]);") < after.index("const int out_stage = held;")
+    assert "release(S.ring.empty[staged]);" in src  # given back once the store has read it
+
+
 CASES = [(128, False, {"peel": True}), (128, True, {}), (192, False, {"peel": True}), (192, True, {}),
-         (128, False, {"peel": True, "split_tail": 3})]
+         (128, False, {"peel": True, "split_tail": 3}), (192, False, {"peel": True, "split_tail": 3, "ring_store": True}),
+         (128, True, {"peel": True, "ring_store": True})]
 
 
 @pytest.mark.parametrize("bn,causal,opts", CASES, ids=lambda x: str(x))
@@ -114,12 +125,25 @@ def test_bitwise_as_without_the_option(shape, peel):
     assert torch.equal(o1, o2) and torch.equal(l1.nan_to_num(), l2.nan_to_num())
 
 
-def test_split_tail_bitwise_as_without_the_option():
+@pytest.mark.parametrize("ring_store", [False, True])
+def test_split_tail_bitwise_as_without_the_option(ring_store):
     needs.hopper_gpu()
     q, k, v = _inputs(3, 1000, 5000, 12, 4, torch.bfloat16)  # 264 whole tiles, 24 in parts
-    o0, l0 = _run(q, k, v, False, {"peel": True, "split_tail": True})
-    o1, l1 = _run(q, k, v, False, {"peel": True, "split_tail": True, "kv_rings": True})
+    opts = {"peel": True, "split_tail": True, "ring_store": ring_store}
+    o0, l0 = _run(q, k, v, False, opts)
+    o1, l1 = _run(q, k, v, False, {**opts, "kv_rings": True})
     assert torch.equal(o0, o1) and torch.equal(l0, l1)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s[:6])))
+def test_ring_store_bitwise_as_without_the_option(shape):
+    needs.hopper_gpu()
+    B, Sq, Sk, H, Hkv, causal, dtype = shape
+    q, k, v = _inputs(B, Sq, Sk, H, Hkv, dtype)
+    o0, l0 = _run(q, k, v, causal, {"peel": True, "ring_store": True})
+    o1, l1 = _run(q, k, v, causal, {"peel": True, "ring_store": True, "kv_rings": True})
+    assert not o1.isnan().any()
+    assert torch.equal(o0, o1) and torch.equal(l0.nan_to_num(), l1.nan_to_num())
 
 
 @pytest.mark.parametrize("causal", [False, True])

@@ -469,15 +469,13 @@ class SchedulePlans:
         waits for each release and expects each arrival on its own; a consumer waits for K before its
         first mma and for V only before the deferred mma that reads it. With shared memory for two
         stages only (wider key blocks), K then still lands an iteration ahead, as FlashAttention-3's
-        separate K and V pipelines do."""
+        separate K and V pipelines do. With ring_store the last iteration's K stage is kept for the O
+        store as before, and its V stage goes back after the loop."""
         self.late_tile = None
         if not self.options.get("kv_rings", False):
             return
         if self.deferred is None:
             self._fail("option kv_rings gives the deferred mma's tile barriers of its own: it takes the rotated loop")
-        if self.ring_stores:
-            self._fail("option kv_rings: not with ring_store (the O store keeps the first mma's stage past the "
-                       "release kv_rings gives it)")
         loads = [x for x in self.loop.body if isinstance(x, ir.Op) and x.name == "load_async"]
         if len(loads) != 2 or any(id(x) in self.vec_tma for x in self.loop.body):
             self._fail("option kv_rings: the pipelined loop loads two tiles (K and V), and no vector by TMA")

@@ -590,6 +590,9 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
         lines.append(f"{pad}mma_wait<{len(keep)}>({', '.join(self.var(a) for a in accs)});")
         if release and any(g.stage == "held" for g in retired) and not any(g.stage == "held" for g in keep):
             if keep_held:  # option ring_store: the stage is kept for the store after the loop
+                if self.late_tile is not None:  # (kv_rings: K's stage is kept, V's goes back)
+                    lines.append(f"{pad}if (held >= 0) release(S.late.empty[held]);  // {self.late_tile.name}'s last "
+                                 "reader retired")
                 lines.append(f"{pad}const int out_stage = held;  // kept (-1: no iteration): the store after the loop "
                              "stages its tile there")
                 lines.append(f"{pad}held = -1;")
@@ -598,8 +601,13 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
                 lines.append(f"{pad}if (held >= 0) release(S.{ring}.empty[held]), held = -1;  // its last reader retired")
         if self.late_tile is not None and self.in_loop_body and not self.early_released \
                 and any(g.stage == "cur" for g in retired) and not any(g.stage == "cur" for g in keep):
-            lines.append(f"{pad}release(S.ring.empty[pos.stage]);  // its tiles' last readers retired (the deferred "
-                         f"mma's {self.late_tile.name} has barriers of its own)")
+            if self.ring_stores:  # the last iteration's stage is kept for the O store (option ring_store)
+                i = self.sym_name(self.loop.index)
+                lines.append(f"{pad}if ({i} + 1 != {self.loop_stop}) release(S.ring.empty[pos.stage]);  // its tiles' last "
+                             "readers retired; the last one's is kept for the store")
+            else:
+                lines.append(f"{pad}release(S.ring.empty[pos.stage]);  // its tiles' last readers retired (the deferred "
+                             f"mma's {self.late_tile.name} has barriers of its own)")
             self.early_released = True
         pending[:] = keep
         carved = {id(src) for src, _ in self.ring_stores.values()}
