@@ -1,5 +1,5 @@
 #!/bin/sh
-# compute-sanitizer over one sanitize_suite.py workload (attention, gemm_fp8, fused, split, ring, decode, or default: every
+# compute-sanitizer over one sanitize_suite.py workload (attention, gemm_fp8, fused, split, ring, decode, kv, or default: every
 # suite kernel at small shapes with tails), each tool in turn; the summary lines go to
 # $OUT/sanitizer.txt. Run by the device scripts:
 #   WORKLOAD=gemm_fp8 TOOL_TIMEOUT=90 sh bench/device_sanitize.sh
