@@ -153,7 +153,8 @@ def ragged():
     `whole_cache` the call over every row of the cache (what the counts save); SDPA's backends with a
     key-padding mask (and the lower-right causal bias for several causal rows). Each checked against
     float64 per sequence first; the bytes are those of the keys the counts cover. `*_graph`: the same
-    calls replayed from a CUDA graph (no host check of the counts; a serving loop's form)."""
+    calls replayed from a CUDA graph (no host check of the counts; a serving loop's form); `api_host` the
+    eager call with the counts on the CPU (checked there, copied through pinned memory)."""
     from reference import check_attention_fwd_ragged  # tests/portability
 
     for B, H, Hkv, Sq, Sk, D, causal in RAGGED:
@@ -169,6 +170,8 @@ def ragged():
         mask = keep[:, None, None, :] if keep.dim() == 2 else keep[:, None]  # (B, 1, Sq or 1, Sk)
         fns, line = {}, []
         fns["api"] = lambda: tiles.attention(q, k, v, causal=causal, cache_seqlens=lens)
+        host_lens = lens.cpu()  # counts where a serving loop's scheduler keeps them: no synchronization
+        fns["api_host"] = lambda: tiles.attention(q, k, v, causal=causal, cache_seqlens=host_lens)
         fns["per_sequence"] = lambda: [tiles.attention(q[b:b + 1], k[b:b + 1, :n], v[b:b + 1, :n], causal=causal)
                                        for b, n in enumerate(counts)]
         fns["whole_cache"] = lambda: tiles.attention(q, k, v, causal=causal)

@@ -189,9 +189,10 @@ def attention(q, k, v, causal: bool = False, scale: Optional[float] = None, back
     Sequence b then attends the first cache_seqlens[b] of its seq_k keys (k and v are the cache, allocated
     for the longest), and causal aligns its rows bottom-right to those keys; a sequence of 0 keys gives
     zeros (LSE +inf). Each program reads its count on the device, so one CUDA graph serves every step of
-    a decode loop whose counts change in place. The counts must lie in [0, seq_k]: checked on the host (one
-    synchronization) except under CUDA graph capture or torch.compile, where a count outside is clamped to
-    that range. Forward only: with cache_seqlens, q, k and v may not require grad. Without it, every
+    a decode loop whose counts change in place. The counts must lie in [0, seq_k]: checked on the host
+    except under CUDA graph capture or torch.compile, where a count outside is clamped to that range.
+    Counts on the device cost that check one synchronization; counts on the CPU are checked there and
+    copied through pinned memory, with none. Forward only: with cache_seqlens, q, k and v may not require grad. Without it, every
     sequence has seq_k keys, and a cache sliced to its length (k_cache[:, :L]) is read in place. The
     cache's rows past a count are never read into the arithmetic (they may hold anything, NaN included).
 
@@ -227,7 +228,8 @@ def attention(q, k, v, causal: bool = False, scale: Optional[float] = None, back
             pages = validate.block_table(block_table, B, k.shape[0], Sk, device)
         lens = validate.cache_seqlens(cache_seqlens, B, Sk * (pages.shape[1] if paged else 1), device)
         if paged:
-            pages = validate.block_table_entries(pages, lens, k.shape[0], Sk, device)
+            pages = validate.to_device(validate.block_table_entries(pages, lens, k.shape[0], Sk, device), device)
+        lens = validate.to_device(lens, device)
         if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
             raise ValueError("attention with cache_seqlens is forward only (decode, prefill into a cache): q, k and v "
                              "may not require grad; call it under torch.no_grad(), or slice each sequence's keys "

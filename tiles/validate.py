@@ -221,11 +221,22 @@ def _host_may_read(name: str, t: torch.Tensor, device) -> bool:
     return True
 
 
+def to_device(t: torch.Tensor, device) -> torch.Tensor:
+    """t as int32 on q's device. A CPU tensor goes through pinned memory without waiting for the device
+    (a plain copy from pageable memory synchronizes the stream first): counts a serving loop keeps on
+    the host are checked there and cost no synchronization."""
+    t = t.to(torch.int32)
+    if t.device.type == "cpu" and device.type == "cuda":
+        t = t.contiguous().pin_memory().to(device, non_blocking=True)
+    return t.to(device).contiguous()
+
+
 def cache_seqlens(lens, batch: int, seq_k: int, device):
     """Each sequence's key count for attention over a cache of ragged lengths: a (batch,) tensor of
-    int32 or int64 on q's device (a CPU tensor is copied there), as int32. Its values must lie in
-    [0, seq_k]: checked on the host (one synchronization with the device) except while a CUDA graph
-    is captured or torch.compile traces, where the kernels clamp a value outside to that range."""
+    int32 or int64 on q's device or the CPU, checked and returned as int32 where it was given
+    (to_device moves it). Its values must lie in [0, seq_k]: checked on the host, which for counts on
+    the device is one synchronization with it, except while a CUDA graph is captured or torch.compile
+    traces, where the kernels clamp a value outside to that range."""
     lens = as_tensor("cache_seqlens", lens)
     if lens.dtype not in (torch.int32, torch.int64):
         raise TypeError(f"cache_seqlens must be an int32 or int64 tensor, got {lens.dtype}")
@@ -242,7 +253,7 @@ def cache_seqlens(lens, batch: int, seq_k: int, device):
                              f"{lo} to {hi}")
     if lens.dtype != torch.int32:  # clamped before the narrowing, which would wrap a count past int32
         lens = lens.clamp(0, seq_k)
-    return lens.to(device=device, dtype=torch.int32).contiguous()
+    return lens.to(torch.int32)
 
 
 PAGE_MULTIPLE = 256  # a paged cache's page size is a multiple of every backend's key block
@@ -274,9 +285,10 @@ def block_table(table, batch: int, pages: int, page_size: int, device):
 
 
 def block_table_entries(table, lens, pages: int, page_size: int, device):
-    """The table as int32 on q's device, once the entries the counts (`lens`, checked) reach are found to
-    name pages of the pool: on the host (one synchronization), except while a CUDA graph is captured or
-    torch.compile traces, where the kernels clamp them into the pool. The rest of a row is never read."""
+    """The table as int32 where it was given (to_device moves it), once the entries the counts (`lens`,
+    checked) reach are found to name pages of the pool: on the host (one synchronization unless table
+    and counts are both on the CPU), except while a CUDA graph is captured or torch.compile traces,
+    where the kernels clamp them into the pool. The rest of a row is never read."""
     if table.shape[0] and _host_may_read("block_table", table, device):
         used = (torch.arange(table.shape[1], device=table.device)[None, :] * page_size
                 < lens.to(table.device)[:, None])  # the entries each count reaches
@@ -287,7 +299,7 @@ def block_table_entries(table, lens, pages: int, page_size: int, device):
                              f"pages); the entries a sequence's count reaches must lie in [0, {pages})")
     if table.dtype != torch.int32:  # clamped before the narrowing, which would wrap a number past int32
         table = table.clamp(-1, pages)
-    return table.to(device=device, dtype=torch.int32).contiguous()
+    return table.to(torch.int32)
 
 
 def gemm(a, b, out_dtype):

@@ -362,3 +362,31 @@ def test_paged_cache_in_a_cuda_graph():
             torch.cuda.synchronize()
             check_attention_fwd_ragged(out.cpu(), None, q.cpu(), k.cpu(), v.cpu(), lens.cpu(), False, D ** -0.5)
             assert torch.equal(out, tiles.attention(q, pk, pv, causal=True, cache_seqlens=lens, block_table=table))
+
+
+def test_counts_on_the_host_cost_no_synchronization():
+    """Counts and a table a serving loop keeps on the CPU are checked there and reach the device through
+    pinned memory: the eager call synchronizes nothing (torch's sync debug mode raises where it would).
+    The same counts on the device are checked with one synchronization, which the mode catches. Both
+    calls bitwise equal."""
+    needs.hopper_gpu()
+    import tiles
+
+    B, npages, P, H, Hkv, D = 3, 4, 256, 32, 8, 128
+    q, k, v = _inputs(B, 1, npages * P, H, Hkv, D, torch.bfloat16, 43)
+    counts, table = torch.tensor([1024, 300, 0], dtype=torch.int32), torch.arange(B * npages, dtype=torch.int32).view(B, npages)
+    pk, pv = (t.reshape(B * npages, P, Hkv, D) for t in (k, v))
+    on_device = counts.cuda()
+    with torch.no_grad():
+        ref = tiles.attention(q, k, v, cache_seqlens=on_device)  # compiled and loaded first
+        paged_ref = tiles.attention(q, pk, pv, cache_seqlens=on_device, block_table=table.cuda())
+        torch.cuda.synchronize()
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            out = tiles.attention(q, k, v, cache_seqlens=counts)
+            paged = tiles.attention(q, pk, pv, cache_seqlens=counts, block_table=table)
+            with pytest.raises(RuntimeError, match="synchroniz"):
+                tiles.attention(q, k, v, cache_seqlens=on_device)
+        finally:
+            torch.cuda.set_sync_debug_mode(0)
+    assert torch.equal(out, ref) and torch.equal(paged, paged_ref) and torch.equal(paged, ref)
