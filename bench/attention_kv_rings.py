@@ -14,8 +14,9 @@ and V pipelines do.
 Variants (all `peel`, non-causal, no split tail or ring_store): `plain` / `kv` at 128 keys (3 stages),
 `bnN` (shared stages) and `kvN` at N = 160, 176, 192 (2 stages), and `kvk` / `kvkN`, kv_rings with the
 producer one V behind (`edit_kfirst`, FlashAttention-3's order), and `kvL` / `kvL192`, the launched
-options (the split tail, ring_store up to 4k queries) with kv_rings,
-beside the launched kernel and SDPA's cuDNN backend, B·S = 16k tokens, H = 16.
+options (the split tail, ring_store up to 4k queries) with kv_rings, beside the launched kernel and
+SDPA's cuDNN backend, B·S = 16k tokens, H = 16. Measured on the H200: bench/hopper_notes.md, session 44
+(kvL192 0.988 / 1.002 / 1.008x launched at 4k / 8k / 16k in the suite's timing; not launched).
 
     PYTHONPATH=.:bench:tests/hopper python3 bench/attention_kv_rings.py [check | S ... [variant ...]]
 """

@@ -192,9 +192,10 @@ def attention(q, k, v, causal: bool = False, scale: Optional[float] = None, back
     a decode loop whose counts change in place. The counts must lie in [0, seq_k]: checked on the host
     except under CUDA graph capture or torch.compile, where a count outside is clamped to that range.
     Counts on the device cost that check one synchronization; counts on the CPU are checked there and
-    copied through pinned memory, with none. Forward only: with cache_seqlens, q, k and v may not require grad. Without it, every
-    sequence has seq_k keys, and a cache sliced to its length (k_cache[:, :L]) is read in place. The
-    cache's rows past a count are never read into the arithmetic (they may hold anything, NaN included).
+    copied through pinned memory, with none. Forward only: with cache_seqlens, q, k and v may not
+    require grad. Without it, every sequence has seq_k keys, and a cache sliced to its length
+    (k_cache[:, :L]) is read in place. The cache's rows past a count are never read into the arithmetic
+    (they may hold anything, NaN included).
 
     `block_table`: a paged cache (vLLM's layout), with cache_seqlens. k and v are then a pool of pages,
     (pages, page_size, kv_heads, head_dim), page_size a multiple of 256, and block_table (batch, pages a

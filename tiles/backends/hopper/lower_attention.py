@@ -51,7 +51,7 @@ from .attention_launch import ARCH, AttentionLaunch
 from .attention_plans import CTYPE, WINDOW_MB, SchedulePlans, tiles_of
 
 SMEM_LIMIT = gemm_probe.SMEM_LIMIT
-RESERVED = {"S", "pos", "cw", "wg_row0", "held", "out_stage", "staged", "pid0", "pid1", "pid2", "smem_raw", "alloc",
+RESERVED = {"S", "pos", "cw", "wg_row0", "held", "held_phase", "out_stage", "staged", "pid0", "pid1", "pid2", "smem_raw", "alloc",
             "map", "min", "max",
             "prog", "it", "programs", "grid0", "grid1", "grid2", "release", "heads", "window", "w0", "in_w",
             "slot", "done", "pair", "n_pairs", "per_head", "w_at", "level", "head", "streamed",
