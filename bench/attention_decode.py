@@ -31,11 +31,11 @@ SHAPES = [(1, 32, 8, 1, 32768, 128, True), (8, 32, 8, 1, 8192, 128, True), (16, 
 PARTS = (16,)  # session 41's first call also timed 2, 8 and 32
 
 
-def forced(q, k, v, o, lse, causal, extra):
+def forced(q, k, v, o, lse, causal, extra, **tile_sizes):
     D, Sq = q.shape[-1], q.shape[1]
     opts = dict(W.schedule("attention_fwd", D, (q, k, v, o, lse), causal) or {})
     opts.update(extra)
-    cfg = W.config("attention_fwd", D=D, causal=causal, Sq=Sq)
+    cfg = {**W.config("attention_fwd", D=D, causal=causal, Sq=Sq), **tile_sizes}
     return W.prepare(attention_fwd, q, k, v, o, lse, D ** -0.5, causal=causal, D=D, options=opts, **cfg)
 
 
@@ -77,20 +77,23 @@ def main():
             err = (fns["grouped"](0).double() - ref).abs().max().item()
             line.append(f"grouped: err {err:.2g}{'' if err <= bound else ' FAILS'}")
         if Sq == 1:
-            for r in PARTS:
+            # the grouped rows in 64-row tiles (one consumer warpgroup, half the tensor work of a 128-row
+            # tile a block; session 44, not yet measured): `pack_bm64_split16`
+            for r, bm in [(r, None) for r in PARTS] + [(r, 64) for r in PARTS]:
                 outs = [(torch.empty(B, H // Hkv, Hkv, D, device="cuda", dtype=torch.bfloat16),
                          torch.empty(B, Hkv, H // Hkv, device="cuda")) for _ in sets]
+                name = f"pack_split{r}" if bm is None else f"pack_bm{bm}_split{r}"
                 try:
-                    gos = [forced(_grouped_rows(x[0], Hkv), x[1], x[2], *outs[i], False, {"split_tail": r})
-                           for i, x in enumerate(sets)]
+                    gos = [forced(_grouped_rows(x[0], Hkv), x[1], x[2], *outs[i], False, {"split_tail": r},
+                                  **({} if bm is None else {"BM": bm})) for i, x in enumerate(sets)]
                 except Exception as e:  # noqa: BLE001
-                    line.append(f"pack_split{r}: {type(e).__name__}: {str(e)[:120]}")
+                    line.append(f"{name}: {type(e).__name__}: {str(e)[:120]}")
                     continue
-                fns[f"pack_split{r}"] = lambda i, g=gos: g[i % 2]()
+                fns[name] = lambda i, g=gos: g[i % 2]()
                 gos[0]()
                 torch.cuda.synchronize()
                 err = (outs[0][0].transpose(1, 2).reshape(B, 1, H, D).double() - ref).abs().max().item()
-                line.append(f"pack_split{r}{gos[0].split}: err {err:.2g}{'' if err <= bound else ' FAILS'}")
+                line.append(f"{name}{gos[0].split}: err {err:.2g}{'' if err <= bound else ' FAILS'}")
         variants = {} if Sq == 1 else {f"split{r}": {"split_tail": r, **({"window": False} if causal else {})}
                                        for r in PARTS}
         for name, extra in variants.items():

@@ -1,8 +1,8 @@
 #!/bin/sh
 # The next session's first call (prepared in session 44): the GPU tests of session 44's changes (option
 # kv_rings; counts and tables on the CPU with no synchronization), compute-sanitizer synccheck and
-# racecheck over the kv_rings and decode workloads, the ragged decode timing with its CUDA-graph and
-# counts-on-the-host rows, then the fp8 GEMM's clock (bench/fp8_clock.py, prepared in session 38).
+# racecheck over the kv_rings and decode workloads, then the ragged decode timing with its CUDA-graph and
+# counts-on-the-host rows. bench/device_session45b.sh is the second call.
 #   sh bench/device_session45a.sh
 DEVICE_PYTHONPATH=bench:tests/hopper:tests/portability
 . bench/device_env.sh
@@ -11,4 +11,3 @@ for w in kv decode; do
     DEVICE_PYTHONPATH=bench WORKLOAD=$w TOOLS="synccheck racecheck" TOOL_TIMEOUT=45 sh bench/device_sanitize.sh
 done
 timeout 120 python3 bench/attention_decode.py --ragged 2>&1 | grep -a -v -i "warning\|scaled_dot_product_attention(" | tr -cd '\11\12\15\40-\176'
-timeout 150 python3 bench/fp8_clock.py 2>&1 | grep -a -v Warning
