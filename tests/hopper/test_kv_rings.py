@@ -65,7 +65,8 @@ def test_source_with_ring_store():
 
 
 CASES = [(128, False, {"peel": True}), (128, True, {}), (192, False, {"peel": True}), (192, True, {}),
-         (128, False, {"peel": True, "split_tail": 3}), (192, False, {"peel": True, "split_tail": 3, "ring_store": True}),
+         (128, False, {"peel": True, "split_tail": 3}),
+         (192, False, {"peel": True, "split_tail": 3, "ring_store": True}),
          (128, True, {"peel": True, "ring_store": True})]
 
 

@@ -374,7 +374,8 @@ def test_counts_on_the_host_cost_no_synchronization():
 
     B, npages, P, H, Hkv, D = 3, 4, 256, 32, 8, 128
     q, k, v = _inputs(B, 1, npages * P, H, Hkv, D, torch.bfloat16, 43)
-    counts, table = torch.tensor([1024, 300, 0], dtype=torch.int32), torch.arange(B * npages, dtype=torch.int32).view(B, npages)
+    counts = torch.tensor([1024, 300, 0], dtype=torch.int32)
+    table = torch.arange(B * npages, dtype=torch.int32).view(B, npages)
     pk, pv = (t.reshape(B * npages, P, Hkv, D) for t in (k, v))
     on_device = counts.cuda()
     with torch.no_grad():

@@ -51,8 +51,8 @@ from .attention_launch import ARCH, AttentionLaunch
 from .attention_plans import CTYPE, WINDOW_MB, SchedulePlans, tiles_of
 
 SMEM_LIMIT = gemm_probe.SMEM_LIMIT
-RESERVED = {"S", "pos", "cw", "wg_row0", "held", "held_phase", "out_stage", "staged", "pid0", "pid1", "pid2", "smem_raw", "alloc",
-            "map", "min", "max",
+RESERVED = {"S", "pos", "cw", "wg_row0", "held", "held_phase", "out_stage", "staged", "pid0", "pid1", "pid2",
+            "smem_raw", "alloc", "map", "min", "max",
             "prog", "it", "programs", "grid0", "grid1", "grid2", "release", "heads", "window", "w0", "in_w",
             "slot", "done", "pair", "n_pairs", "per_head", "w_at", "level", "head", "streamed",
             # C++ keywords a tile name could collide with (attention's `do` tile)
@@ -540,7 +540,8 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
                     vecs = [x for x in n.body if isinstance(x, ir.Op) and id(x) in self.vec_tma]
                     staged = [self.var(x.outs[0]) for x in loads] + [f"S.{self.vec_tma[id(x)]}[pos.stage]" for x in vecs]
                     if self.late_tile is not None:  # option kv_rings: each tile on its own barriers
-                        lines += self.with_loop_lets(n, pad + "  ", lambda: [pad + "  " + line for line in self.kv_loads(loads)])
+                        lines += self.with_loop_lets(n, pad + "  ", lambda: [
+                            pad + "  " + line for line in self.kv_loads(loads)])
                     else:
                         lines.append(f"{pad}  wait(S.ring.empty[pos.stage], pos.phase ^ 1);  // a fresh ring counts as released")
                         lines.append(f"{pad}  expect_tiles(S.ring.full[pos.stage], {', '.join(staged)});")
