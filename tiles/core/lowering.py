@@ -133,6 +133,8 @@ class Lowering:
     int_call = {"min": "min({a}, {b})", "max": "max({a}, {b})", "cdiv": "cdiv({a}, {b})"}
     # whether the lowering spells k.read (a program reading a tensor's element) and passes its tensor
     reads_tensors = False
+    # whether it bounds a window stopped short (X[:n]: elements at or past n read as zeros)
+    stopped_windows = False
 
     def __init__(self, kernel: ir.Kernel, arch: str):
         self.k = kernel
@@ -148,6 +150,12 @@ class Lowering:
                 f"{self.backend}: kernel {kernel.name!r} reads elements of {', '.join(p.name for p in kernel.reads)} "
                 f"(k.read), which this lowering ({type(self).__name__}) does not spell; the attention forward's "
                 f"lowerings do, and backend='interp' runs any kernel")
+        stopped = [v for n in kernel.walk() if isinstance(n, ir.Op) for v in n.ins if isinstance(v, ir.View) and v.stops]
+        if stopped and not self.stopped_windows:
+            raise LoweringError(
+                f"{self.backend}: kernel {kernel.name!r} reads {stopped[0].text()}, a window stopped short (':n'), "
+                f"which this lowering ({type(self).__name__}) does not bound; the attention and SIMT lowerings "
+                f"do, and backend='interp' runs any kernel")
 
     # ---- names
     def sym_name(self, s: Sym) -> str:

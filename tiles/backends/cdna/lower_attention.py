@@ -295,6 +295,7 @@ class CDNAAttentionLowering(Lowering):
     template_dir = TEMPLATE_DIR
     int_call = {"min": "imin({a}, {b})", "max": "imax({a}, {b})", "cdiv": "cdiv({a}, {b})"}
     reads_tensors = True  # each program reads its own sizes from a tensor (k.read: ragged key lengths)
+    stopped_windows = True  # the buffer views end at a stop (view)
 
     def arg_decls(self, args, ptr_type) -> list:
         """C++ parameter declarations for the launch arguments; `ptr_type(param)` spells a pointer's type."""

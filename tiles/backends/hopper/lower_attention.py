@@ -80,6 +80,7 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
     template_dir = str(gemm_probe.TEMPLATES)
     int_call = {"min": "int_min({a}, {b})", "max": "int_max({a}, {b})", "cdiv": "ceil_div({a}, {b})"}
     reads_tensors = True  # each program reads its own sizes from a tensor (k.read: ragged key lengths)
+    stopped_windows = True  # ring tiles zeroed past a stop (zero_past_stops); other stopped windows refused there
 
     def __init__(self, kernel: ir.Kernel, arch: Optional[str] = None, **options):
         super().__init__(kernel, arch or ARCH)

@@ -1,0 +1,86 @@
+"""A window stopped short (X[:n]) in a kernel of the user's: elements at or past n read as zeros on every
+backend, as the interpreter defines it, or the lowering refuses the kernel by name. Before session 44 the
+SIMT lowerings ignored the stop (their views ran to the tensor's end) and read the rows past it.
+
+On the CPU: the interpreter's answer, the SIMT sources' extents on both vendors, and the refusal of a
+lowering that does not bound stops. On an NVIDIA GPU: hopper and cdna-emu (both targets) give the
+interpreter's answer to the bit (a copy)."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tiles
+from tiles import backends
+from tiles.core.lowering import LoweringError
+
+
+@tiles.kernel
+def copy_stopped(k, X, Y, *, CUT=3, BM=16):
+    """Y = X's rows before X.shape[0] - CUT (zeros after), by 16-row tiles."""
+    k.grid(k.cdiv(X.shape[0], BM))
+    r0 = k.program_id(0) * BM
+    t = k.reg(BM, 32, tiles.f32)
+    tiles.load(t, X[:X.shape[0] - CUT, :], row=r0, col=0)
+    tiles.store(Y[:, :], t, row=r0, col=0)
+
+
+def _want(x, cut):
+    want = x.float().clone()
+    want[max(x.shape[0] - cut, 0):] = 0
+    return want
+
+
+@pytest.mark.parametrize("rows,cut", [(40, 3), (16, 16), (40, 0), (40, 39)])
+def test_the_interpreter_reads_zeros_past_the_stop(rows, cut):
+    x = torch.randn(rows, 32)
+    y = torch.full_like(x, 7.0)
+    backends.get("interp").launch(copy_stopped, x, y, CUT=cut)
+    assert torch.equal(y, _want(x, cut))
+
+
+def test_the_simt_lowerings_end_their_views_at_the_stop():
+    meta = torch.empty(40, 32, device="meta")
+    kern = copy_stopped.trace(meta, meta)
+    from tiles.backends.cdna.lower_simt import SimtLowering as CdnaSimt
+    from tiles.backends.hopper.lower_simt import SimtLowering as HopperSimt
+    hopper = HopperSimt(kern).lower().source
+    assert "simt::view2<const float>{X, true, min(X_shape0 - 3, X_shape0), X_shape1," in hopper
+    assert "simt::view2<float>{Y, true, Y_shape0, Y_shape1," in hopper  # the store's window is whole
+    cdna = CdnaSimt(kern).lower().source
+    assert "simt::window2<dt::f32>(X, 0, imin(X_shape0 - 3, X_shape0), X_shape1," in cdna
+
+
+def test_a_lowering_that_does_not_bound_stops_refuses_them():
+    from tiles.backends.hopper.lower import HopperLowering
+    kern = copy_stopped.trace(torch.empty(40, 32, device="meta"), torch.empty(40, 32, device="meta"))
+    with pytest.raises(LoweringError, match=r"reads X\[:X.shape0 - 3, :\], a window stopped short .* \(HopperLowering\) "
+                                            r"does not bound"):
+        HopperLowering(kern)
+
+
+def test_the_hopper_source_compiles():
+    pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (cuda-python) compiles the Hopper source")
+    from tiles.backends.hopper import runtime
+    from tiles.backends.hopper.lower_simt import SimtLowering
+    low = SimtLowering(copy_stopped.trace(torch.empty(40, 32, device="meta"), torch.empty(40, 32, device="meta"))).lower()
+    c = runtime.compile_cuda(low.source, name=f"{low.entry}.cu", cache=False)
+    assert c.cubin[:4] == b"\x7fELF"
+
+
+GPU = torch.cuda.is_available() and getattr(torch.version, "hip", None) is None
+
+
+@pytest.mark.skipif(not GPU, reason="needs an NVIDIA GPU (hopper, and cdna-emu's emulated CDNA kernels)")
+@pytest.mark.parametrize("name", ["hopper", "cdna-emu:gfx942", "cdna-emu:gfx950"])
+@pytest.mark.parametrize("rows,cut", [(40, 3), (16, 16), (40, 39)])
+def test_the_gpu_backends_read_zeros_past_the_stop(name, rows, cut):
+    be = backends.get(name)
+    ok, why = be.available()
+    if not ok:
+        pytest.skip(f"backend {name} not present: {why}")
+    x = torch.randn(rows, 32, device="cuda")
+    y = torch.full_like(x, 7.0)
+    be.launch(copy_stopped, x, y, CUT=cut)
+    torch.cuda.synchronize()
+    assert torch.equal(y.cpu(), _want(x.cpu(), cut))
