@@ -59,6 +59,33 @@ def test_a_lowering_that_does_not_bound_stops_refuses_them():
         HopperLowering(kern)
 
 
+def test_the_hopper_attention_lowering_bounds_only_its_streamed_loads():
+    """The warp-specialized lowering zeroes the rows past a stop in the ring stages its loop streams
+    (the ragged cache's K and V); a stopped window anywhere else there is refused, not read past."""
+    from tiles.backends.hopper.lower_attention import WarpSpecializedLowering
+    from tiles.core.dtypes import bf16, f32
+    from tiles.core.patterns import PingPong
+
+    @tiles.kernel(overlap=PingPong(stages=2))
+    def stopped_q(k, Q, K, O, *, BM=128, BN=128):
+        k.grid(k.cdiv(Q.shape[0], BM))
+        q, kt = k.shared(BM, 64, bf16), k.shared(BN, 64, bf16)
+        s, p, o = k.reg(BM, BN, f32), k.reg(BM, BN, bf16), k.reg(BM, 64, f32)
+        tiles.wait(tiles.load_async(q, Q[:Q.shape[0] - 1, :], row=k.program_id(0) * BM, col=0))
+        tiles.zero(o)
+        for j in k.pipeline(0, k.cdiv(K.shape[0], BN)):
+            tiles.wait(tiles.load_async(kt, K[:, :], row=j * BN, col=0))
+            tiles.mma(s, q, kt, tb=True, accumulate=False)
+            tiles.cast(p, s)
+            tiles.mma(o, p, kt, accumulate=True)
+        tiles.store(O[:, :], o, row=k.program_id(0) * BM, col=0)
+
+    m = torch.empty(256, 64, dtype=torch.bfloat16, device="meta")
+    with pytest.raises(LoweringError, match=r"load_async through Q\[:Q.shape0 - 1, :\]: a window stopped short is "
+                                            r"bounded here only where the pipelined loop streams it"):
+        WarpSpecializedLowering(stopped_q.trace(m, m, torch.empty(256, 64, device="meta"))).lower()
+
+
 def test_the_hopper_source_compiles():
     pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (cuda-python) compiles the Hopper source")
     from tiles.backends.hopper import runtime

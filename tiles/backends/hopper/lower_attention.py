@@ -1189,6 +1189,11 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
     # ------------------------------------------------------------------ rendering
     def lower(self) -> Lowered:
         self.analyse()
+        for n in self.k.walk():  # zero_past_stops bounds the pipelined loop's loads; nothing else spells a stop
+            stopped = [v for v in getattr(n, "ins", ()) if isinstance(v, ir.View) and v.stops]
+            if stopped and not (n.name == "load_async" and any(x is n for x in self.loop.body)):
+                self._fail(f"{n.name} through {stopped[0].text()}: a window stopped short is bounded here only "
+                           "where the pipelined loop streams it (load_async in k.pipeline)", n)
         self.plan_resident()
         k = self.k
         self.consumer_regs = 240 if self.consumers <= 2 else 160  # setmaxnreg of a consumer warpgroup
