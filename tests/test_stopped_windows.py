@@ -2,10 +2,12 @@
 backend, as the interpreter defines it, or the lowering refuses the kernel by name. Before session 44 the
 SIMT lowerings ignored the stop (their views ran to the tensor's end) and read the rows past it.
 
-On the CPU: the interpreter's answer, the SIMT sources' extents on both vendors, and the refusal of a
-lowering that does not bound stops. On an NVIDIA GPU: hopper and cdna-emu (both targets) give the
+On the CPU: the interpreter's answer, the SIMT sources' extents on both vendors (a stop that moves with
+a loop keeps its window inline), and the refusal of a lowering that does not bound stops. On an NVIDIA GPU: hopper and cdna-emu (both targets) give the
 interpreter's answer to the bit (a copy)."""
 from __future__ import annotations
+
+import re
 
 import pytest
 import torch
@@ -51,6 +53,42 @@ def test_the_simt_lowerings_end_their_views_at_the_stop():
     assert "simt::window2<dt::f32>(X, 0, imin(X_shape0 - 3, X_shape0), X_shape1," in cdna
 
 
+@tiles.kernel
+def prefix_sums(k, X, Y, *, BM=16):
+    """Y's tile j = the sum over i <= j of X's tile i cut 5 rows short (a stop that moves with the loop:
+    the window stays inline, not declared before the loop)."""
+    k.grid(1)
+    acc, t = k.reg(BM, 32, tiles.f32), k.reg(BM, 32, tiles.f32)
+    tiles.zero(acc)
+    for j in k.range(0, k.cdiv(X.shape[0], BM)):
+        tiles.load(t, X[:(j + 1) * BM - 5, :], row=j * BM, col=0)
+        tiles.add(acc, acc, t)
+        tiles.store(Y[:, :], acc, row=j * BM, col=0)
+
+
+def test_a_stop_that_moves_with_a_loop_stays_inline():
+    meta = torch.empty(40, 32, device="meta")
+    kern = prefix_sums.trace(meta, meta)
+    from tiles.backends.cdna.lower_simt import SimtLowering as CdnaSimt
+    from tiles.backends.hopper.lower_simt import SimtLowering as HopperSimt
+    hopper = HopperSimt(kern).lower().source
+    assert "const auto gX" not in hopper
+    assert re.search(r"simt::load<float>\(\w+, simt::view2<const float>\{X, true, min\(\((\w+) \+ 1\) \* 16 - 5, "
+                     r"X_shape0\)", hopper)
+    assert "const auto gX" not in CdnaSimt(kern).lower().source
+    x, y = torch.randn(40, 32), torch.zeros(40, 32)
+    backends.get("interp").launch(prefix_sums, x, y)
+    want, acc = torch.zeros(40, 32), torch.zeros(16, 32)
+    for j in range(3):
+        t = torch.zeros(16, 32)
+        rows = x[j * 16:min((j + 1) * 16 - 5, 40)]  # the tile's rows before the stop
+        t[:rows.shape[0]] = rows
+        acc = acc + t
+        n = min(16, 40 - j * 16)
+        want[j * 16:j * 16 + n] = acc[:n]
+    assert torch.equal(y, want)
+
+
 def test_a_lowering_that_does_not_bound_stops_refuses_them():
     from tiles.backends.hopper.lower import HopperLowering
     kern = copy_stopped.trace(torch.empty(40, 32, device="meta"), torch.empty(40, 32, device="meta"))
@@ -90,9 +128,11 @@ def test_the_hopper_source_compiles():
     pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (cuda-python) compiles the Hopper source")
     from tiles.backends.hopper import runtime
     from tiles.backends.hopper.lower_simt import SimtLowering
-    low = SimtLowering(copy_stopped.trace(torch.empty(40, 32, device="meta"), torch.empty(40, 32, device="meta"))).lower()
-    c = runtime.compile_cuda(low.source, name=f"{low.entry}.cu", cache=False)
-    assert c.cubin[:4] == b"\x7fELF"
+    meta = torch.empty(40, 32, device="meta")
+    for kfn in (copy_stopped, prefix_sums):
+        low = SimtLowering(kfn.trace(meta, meta)).lower()
+        c = runtime.compile_cuda(low.source, name=f"{low.entry}.cu", cache=False)
+        assert c.cubin[:4] == b"\x7fELF"
 
 
 GPU = torch.cuda.is_available() and getattr(torch.version, "hip", None) is None
@@ -111,3 +151,8 @@ def test_the_gpu_backends_read_zeros_past_the_stop(name, rows, cut):
     be.launch(copy_stopped, x, y, CUT=cut)
     torch.cuda.synchronize()
     assert torch.equal(y.cpu(), _want(x.cpu(), cut))
+    want = torch.zeros(rows, 32)
+    backends.get("interp").launch(prefix_sums, x.cpu(), want)
+    be.launch(prefix_sums, x, y)  # a stop that moves with the loop: the same f32 sums in the same order
+    torch.cuda.synchronize()
+    assert torch.equal(y.cpu(), want)

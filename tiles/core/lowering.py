@@ -65,7 +65,8 @@ class NamedViews:
 
     def use(self, view: ir.View, text: str) -> str:
         """The name of the window `text` (its C++ construction) declares, or `text` where it must stay inline."""
-        if any(s.kind not in ("pid", "dim", "stride") for x in view.index if x is not None for s in ir.symbols(x)):
+        fixed = [x for x in view.index + view.stops if x is not None]  # (a stop is part of the window)
+        if any(s.kind not in ("pid", "dim", "stride") for x in fixed for s in ir.symbols(x)):
             return text
         name = self.by_text.get(text)
         if name is None:
