@@ -3,8 +3,8 @@ backend, as the interpreter defines it, or the lowering refuses the kernel by na
 SIMT lowerings ignored the stop (their views ran to the tensor's end) and read the rows past it.
 
 On the CPU: the interpreter's answer, the SIMT sources' extents on both vendors (a stop that moves with
-a loop keeps its window inline), and the refusal of a lowering that does not bound stops. On an NVIDIA GPU: hopper and cdna-emu (both targets) give the
-interpreter's answer to the bit (a copy)."""
+a loop keeps its window inline), and the refusal of a lowering that does not bound stops. On an NVIDIA
+GPU: hopper and cdna-emu (both targets) give the interpreter's answer to the bit."""
 from __future__ import annotations
 
 import re
