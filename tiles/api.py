@@ -222,12 +222,14 @@ def attention(q, k, v, causal: bool = False, scale: Optional[float] = None, back
     B, Sq, H, D = q.shape
     Sk, Hkv = k.shape[1], k.shape[2]
     lens = pages = None
+    keys = Sk  # the keys a sequence's cache holds (a paged cache's: its pages' keys)
     if paged and cache_seqlens is None:
         raise ValueError("block_table takes cache_seqlens with it: each sequence's key count in its pages")
     if cache_seqlens is not None:
         if paged:
             pages = validate.block_table(block_table, B, k.shape[0], Sk, device)
-        lens = validate.cache_seqlens(cache_seqlens, B, Sk * (pages.shape[1] if paged else 1), device)
+            keys = Sk * pages.shape[1]
+        lens = validate.cache_seqlens(cache_seqlens, B, keys, device)
         if paged:
             pages = validate.to_device(validate.block_table_entries(pages, lens, k.shape[0], Sk, device), device)
         lens = validate.to_device(lens, device)
@@ -241,7 +243,6 @@ def attention(q, k, v, causal: bool = False, scale: Optional[float] = None, back
         validate.index_range(n, t, b.max_index)
     # an edge that excludes no key is no edge (and stays within 32-bit key positions): a left edge at or
     # past the first key of the longest sequence, a right edge at or past the last key of the first row
-    keys = Sk * (pages.shape[1] if pages is not None else 1)
     left = None if left is not None and left >= keys - 1 else left
     right = None if right is not None and right >= Sq - 1 else right
     if Sq == 1:  # decode: aligned bottom-right, the one query row sees every key, so the mask is void

@@ -222,10 +222,9 @@ def _host_may_read(name: str, t: torch.Tensor, device) -> bool:
 
 
 def to_device(t: torch.Tensor, device) -> torch.Tensor:
-    """t as int32 on q's device. A CPU tensor goes through pinned memory without waiting for the device
-    (a plain copy from pageable memory synchronizes the stream first): counts a serving loop keeps on
-    the host are checked there and cost no synchronization."""
-    t = t.to(torch.int32)
+    """A checked tensor of counts or pages on q's device. A CPU tensor goes through pinned memory without
+    waiting for the device (a plain copy from pageable memory synchronizes the stream first): counts a
+    serving loop keeps on the host are checked there and cost no synchronization."""
     if t.device.type == "cpu" and device.type == "cuda":
         t = t.contiguous().pin_memory().to(device, non_blocking=True)
     return t.to(device).contiguous()

@@ -158,6 +158,13 @@ class Lowering:
                 f"which this lowering ({type(self).__name__}) does not bound; the attention and SIMT lowerings "
                 f"do, and backend='interp' runs any kernel")
 
+    def extent(self, view: ir.View, axis: int) -> str:
+        """A window's extent along a kept axis: the tensor's size, or where the window stops short
+        (X[:n]) the smaller of n and it, past which a load reads zeros."""
+        dim = self.sym_name(view.param.dims[axis])
+        stop = view.stop(axis)
+        return dim if stop is None else self.int_call["min"].format(a=self.expr(stop), b=dim)
+
     # ---- names
     def sym_name(self, s: Sym) -> str:
         """C++ name of a run-time symbol: Q.shape1 -> Q_shape1, pid0 -> pid0, loop indices as is."""

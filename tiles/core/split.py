@@ -7,6 +7,19 @@ merge the interpreter runs and the device merges are tested against.
 import math
 
 
+def heaviest_trips(k, env: dict, grid0: int) -> int:
+    """The heaviest program's trips of kernel k's pipelined loop, from the sizes in `env` (a count a
+    program reads counts as its bound): at both ends of program 0, where a causal loop's heaviest are,
+    and its middle, where a two-sided sliding window's are."""
+    from tiles.core import ir
+    loop = k.main_loop()
+    trips = 0
+    for p0 in (0, grid0 // 2, max(grid0 - 1, 0)):
+        at = dict(env, pid0=p0, pid1=0, pid2=0)
+        trips = max(trips, int(ir.evaluate(ir.as_expr(loop.stop), at)) - int(ir.evaluate(ir.as_expr(loop.start), at)))
+    return trips
+
+
 def part_range(start: int, stop: int, part: int, parts: int):
     """The trips [lo, hi) of `part` (0-based) of `parts`: contiguous, in order, sizes within one."""
     if not 0 <= part < parts:

@@ -184,16 +184,13 @@ class CDNABackend(Backend):
         if k.name != "attention_fwd" or merge is None or cfg is None:
             return 1
         # the heaviest program's trips, from the sizes (a count a program reads counts as its bound: a
-        # paged cache's pages a sequence times the page size), at both ends of program 0 and its middle
-        # (a two-sided sliding window's heaviest programs)
+        # paged cache's pages a sequence times the page size)
         env = {}
         for p in k.params:
             t = tensors[p.name]
             env.update({d.name: int(t.shape[i]) for i, d in enumerate(p.dims)})
             env.update({st.name: int(t.stride(i)) for i, st in enumerate(p.strides)})
-        loop, grid0 = k.main_loop(), int(ir.evaluate(k.grid[0], env))
-        trips = max(int(ir.evaluate(loop.stop, at)) - int(ir.evaluate(loop.start, at))
-                    for at in ({**env, "pid0": p0, "pid1": 0, "pid2": 0} for p0 in (0, grid0 // 2, max(grid0 - 1, 0))))
+        trips = split.heaviest_trips(k, env, int(ir.evaluate(k.grid[0], env)))
         device = tensors[k.params[0].name].device
         return split.short_grid_parts(grid[0], self.compute_units(arch, device), trips)
 

@@ -410,16 +410,11 @@ class CDNAAttentionLowering(Lowering):
         off = " + ".join(f"{cast_i64(self.expr(x))} * {self.sym_name(p.strides[i])}"
                          for i, x in enumerate(v.index) if x is not None)
         base = f"{p.name} + {off}" if off else p.name
-
-        def extent(axis):  # X[:n]: the view ends at n (within the tensor), past it reads zeros
-            dim = self.sym_name(p.dims[axis])
-            return dim if v.stop(axis) is None else self.int_call["min"].format(a=self.expr(v.stop(axis)), b=dim)
-
-        if len(kept) == 2:
+        if len(kept) == 2:  # (a window stopped short ends at its stop: Lowering.extent)
             r, c = kept
-            return f"make_view<{eb}>({base}, {extent(r)}, {extent(c)}, {self.sym_name(p.strides[r])})"
+            return f"make_view<{eb}>({base}, {self.extent(v, r)}, {self.extent(v, c)}, {self.sym_name(p.strides[r])})"
         (c,) = kept
-        return f"make_view<{eb}>({base}, 1, {extent(c)}, {self.sym_name(p.dims[c])})"
+        return f"make_view<{eb}>({base}, 1, {self.extent(v, c)}, {self.sym_name(p.dims[c])})"
 
     def view_decl(self, nm: str, v: ir.View, eb: int, note: str = "") -> List[str]:
         """The IR's window as a comment line, then the gview that reads it."""

@@ -173,16 +173,12 @@ class SimtLowering(Lowering):
         ok = " && ".join(f"simt::in({self.expr(x)}, {n(p.dims[i])})" for i, x in fixed)
         kept = v.kept
         dt = _DT[p.dtype.name]
-
-        def extent(axis):  # X[:n]: the window ends at n (within the tensor); past it reads zeros
-            dim = n(p.dims[axis])
-            return dim if v.stop(axis) is None else self.int_call["min"].format(a=self.expr(v.stop(axis)), b=dim)
         if len(kept) == 2:
             r, c = kept
-            args = f"{self.n(p)}, {base}, {extent(r)}, {extent(c)}, {n(p.strides[r])}, {n(p.strides[c])}"
+            args = f"{self.n(p)}, {base}, {self.extent(v, r)}, {self.extent(v, c)}, {n(p.strides[r])}, {n(p.strides[c])}"
             return self.views.use(v, f"simt::window2<{dt}>({args}{', ' + ok if ok else ''})")
         (a,) = kept
-        return self.views.use(v, f"simt::window1<{dt}>({self.n(p)}, {base}, {extent(a)}, {n(p.strides[a])}"
+        return self.views.use(v, f"simt::window1<{dt}>({self.n(p)}, {base}, {self.extent(v, a)}, {n(p.strides[a])}"
                                  f"{', ' + ok if ok else ''})")
 
     def note_reduction(self, op: ir.Op):

@@ -201,7 +201,7 @@ class AttentionLaunch:
         sp = low.notes.get("split")
         if sp is not None:  # option split_tail: the last partial wave walked in parts (tiles/split.h)
             forced = (options or {}).get("split_tail")
-            whole, parts = split.plan(programs, runtime.num_sms(), cls._heaviest_trips(k, env, grid0),
+            whole, parts = split.plan(programs, runtime.num_sms(), split.heaviest_trips(k, env, grid0),
                                       None if forced is True else forced)
             units = whole + (programs - whole) * parts
             ws_floats = (programs - whole) * parts * sp["rows"] * (sp["cols"] + 1)
@@ -283,17 +283,6 @@ class AttentionLaunch:
             env[sc.name] = float(bound.arguments[sc.name])
         return env
 
-    @staticmethod
-    def _heaviest_trips(k: ir.Kernel, env: dict, grid0: int) -> int:
-        """The heaviest program's trips of the pipelined loop (a causal loop's count runs with program 0:
-        both ends are read, and the middle, where a two-sided sliding window's heaviest programs are)."""
-        loop = k.main_loop()
-        trips = 0
-        for p0 in (0, grid0 // 2, grid0 - 1):
-            at = dict(env, pid0=p0, pid1=0, pid2=0)
-            trips = max(trips, int(ir.evaluate(ir.as_expr(loop.stop), at)) - int(ir.evaluate(ir.as_expr(loop.start), at)))
-        return trips
-
     @classmethod
     def _short_grid(cls, k: ir.Kernel, low: Lowered, options: Optional[dict], bound, env: dict, grid):
         """A grid shorter than one wave (decode: a few heads' programs over a long cache) cut along its
@@ -309,7 +298,7 @@ class AttentionLaunch:
                 or not low.notes["persistent"] or loop is None or loop.merge is None):
             return None
         programs, sms = math.prod(grid), runtime.num_sms()
-        trips = cls._heaviest_trips(k, env, grid[0])
+        trips = split.heaviest_trips(k, env, grid[0])
         if split.short_grid_parts(programs, sms, trips) == 1:
             return None
         opts = {**(options or {}), "split_tail": True}

@@ -206,15 +206,11 @@ class SimtLowering(Lowering):
         ok_text = " && ".join(ok) or "true"
         T = ("" if p.name in self.written else "const ") + CTYPE[p.dtype.name]
         k = v.kept
-
-        def extent(axis):  # X[:n]: the window ends at n (within the tensor); past it reads zeros
-            dim = n(p.dims[axis])
-            return dim if v.stop(axis) is None else self.int_call["min"].format(a=self.expr(v.stop(axis)), b=dim)
         if len(k) == 2:
-            text = (f"simt::view2<{T}>{{{ptr}, {ok_text}, {extent(k[0])}, {extent(k[1])}, "
+            text = (f"simt::view2<{T}>{{{ptr}, {ok_text}, {self.extent(v, k[0])}, {self.extent(v, k[1])}, "
                     f"{n(p.strides[k[0]])}, {n(p.strides[k[1]])}}}")
         else:
-            text = f"simt::view1<{T}>{{{ptr}, {ok_text}, {extent(k[0])}, {n(p.strides[k[0]])}}}"
+            text = f"simt::view1<{T}>{{{ptr}, {ok_text}, {self.extent(v, k[0])}, {n(p.strides[k[0]])}}}"
         return self.views.use(v, text)
 
     # ---------------------------------------------------------------- ops: one C++ statement each
