@@ -8,7 +8,7 @@
 DEVICE_PYTHONPATH=bench:tests/hopper:tests/portability
 . bench/device_env.sh
 gpu_tests 150 -n 4 tests/hopper/test_kv_rings.py tests/hopper/test_split_tail.py tests/test_stopped_windows.py \
-    tests/portability/test_attention.py
+    tests/portability/test_attention.py tests/portability/test_attention_varlen.py
 for w in kv decode; do
     DEVICE_PYTHONPATH=bench WORKLOAD=$w TOOLS="synccheck racecheck" TOOL_TIMEOUT=45 sh bench/device_sanitize.sh
 done

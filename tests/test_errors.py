@@ -117,6 +117,51 @@ def test_attention_bad_input(case):
     assert msg in str(e.value)
 
 
+def packed(lq=(3, 5), lk=(4, 6), H=2, Hkv=2, D=64):
+    """q, k, v of packed sequences and their offsets (tiles.attention_varlen's first five arguments)."""
+    q, k, v = (torch.randn(sum(n), h, D).to(bf) for n, h in ((lq, H), (lk, Hkv), (lk, Hkv)))
+    cq = torch.tensor([0, lq[0], sum(lq)], dtype=torch.int32)
+    ck = torch.tensor([0, lk[0], sum(lk)], dtype=torch.int32)
+    return q, k, v, cq, ck
+
+
+def _varlen(change):
+    a = dict(zip(("q", "k", "v", "cu_seqlens_q", "cu_seqlens_k"), packed()), max_seqlen_q=5, max_seqlen_k=6)
+    a.update(change)
+    return a
+
+
+VARLEN_CASES = [
+    ("4-D q", {"q": torch.randn(1, 8, 2, 64).to(bf)}, ValueError, "q must have 3 dimensions (total, heads, head_dim)"),
+    ("offsets float", {"cu_seqlens_q": torch.tensor([0.0, 3.0, 8.0])}, TypeError,
+     "cu_seqlens_q must be an int32 or int64 tensor, got torch.float32"),
+    ("offsets list", {"cu_seqlens_k": [0, 4, 10]}, TypeError, "cu_seqlens_k must be a torch.Tensor"),
+    ("offsets 2-D", {"cu_seqlens_q": torch.tensor([[0, 3, 8]], dtype=torch.int32)}, ValueError,
+     "cu_seqlens_q must hold each sequence's first row and the end, shape (batch + 1,); got (1, 3)"),
+    ("batches differ", {"cu_seqlens_k": torch.tensor([0, 10], dtype=torch.int32)}, ValueError,
+     "cu_seqlens_k must hold each sequence's first row and the end, shape (3,), as cu_seqlens_q; got (2,)"),
+    ("short end", {"cu_seqlens_q": torch.tensor([0, 3, 7], dtype=torch.int32)}, ValueError,
+     "cu_seqlens_q must run from 0 to the packed rows (8); got 0 to 7"),
+    ("decreasing", {"cu_seqlens_k": torch.tensor([0, 11, 10], dtype=torch.int32), "max_seqlen_k": 11}, ValueError,
+     "cu_seqlens_k must not decrease (a sequence has -1 rows)"),
+    ("longest too short", {"max_seqlen_q": 4}, ValueError, "max_seqlen_q is 4, but cu_seqlens_q holds a sequence of 5 rows"),
+    ("longest float", {"max_seqlen_k": 6.0}, TypeError, "max_seqlen_k must be an int >= 0 (the longest sequence's length), got 6.0"),
+    ("offsets device", {"cu_seqlens_q": torch.tensor([0, 3, 8], dtype=torch.int32, device="meta")}, ValueError,
+     "cu_seqlens_q is on meta, q on cpu"),
+    ("grads", {"q": packed()[0].requires_grad_()}, ValueError, "attention_varlen is forward only"),
+    ("kv heads", {"k": torch.randn(10, 3, 64).to(bf), "v": torch.randn(10, 3, 64).to(bf)}, ValueError,
+     "the kv heads (3) must divide the query heads (2)"),
+]
+
+
+@pytest.mark.parametrize("case", VARLEN_CASES, ids=[c[0] for c in VARLEN_CASES])
+def test_attention_varlen_bad_input(case):
+    _, change, exc, msg = case
+    with pytest.raises(exc) as e:
+        tiles.attention_varlen(**_varlen(change))
+    assert msg in str(e.value)
+
+
 GEMM_CASES = [
     ("f32 inputs", lambda: (torch.randn(4, 4), torch.randn(4, 4)), {}, TypeError, "a has dtype float32"),
     ("mixed", lambda: (torch.randn(4, 4).to(bf), torch.randn(4, 4).half()), {}, TypeError, "a, b must share one dtype"),

@@ -260,6 +260,93 @@ def attention(q, k, v, causal: bool = False, scale: Optional[float] = None, back
     return (out, lse) if return_lse else out
 
 
+def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, max_seqlen_k: int, causal: bool = False,
+                     scale: Optional[float] = None, backend: Optional[str] = None, return_lse: bool = False,
+                     window_size=(-1, -1)):
+    """Attention over packed sequences of different lengths, FlashAttention's varlen call.
+
+    q: (total_q, heads, head_dim); k, v: (total_k, kv_heads, head_dim): a batch's sequences laid end to
+    end, with no padding. cu_seqlens_q, cu_seqlens_k: (batch + 1,) int32 or int64 offsets on q's device
+    (or the CPU), from 0 to total_q / total_k: sequence b's queries are rows cu_seqlens_q[b] ..
+    cu_seqlens_q[b + 1] of q, and it attends its keys, rows cu_seqlens_k[b] .. cu_seqlens_k[b + 1] of k
+    and v, and no other sequence's. max_seqlen_q, max_seqlen_k: ints, at least the longest sequence's
+    lengths (the grid is sized by max_seqlen_q). Every sequence follows tiles.attention's rules with its
+    own lengths: `causal` aligns its mask bottom-right, `window_size` slides over its own keys, a row
+    that sees no key gives zeros (LSE +inf), and dtypes, head dims, GQA / MQA, strides and `scale` are
+    as there. Returns out (total_q, heads, head_dim) in q's dtype, and with `return_lse` also the
+    log-sum-exp (heads, total_q) f32, FlashAttention's packed layout.
+
+    The offsets are checked on the host (a synchronization for offsets on the device, none for offsets on
+    the CPU, which go over through pinned memory), except under CUDA graph capture or torch.compile,
+    where each program clamps its sequence into the packed rows and to max_seqlen_q. Forward only: q, k
+    and v may not require grad.
+    """
+    q, k, v = validate.as_tensor("q", q), validate.as_tensor("k", k), validate.as_tensor("v", v)
+    for n, t in (("q", q), ("k", k), ("v", v)):
+        validate.rank(n, t, 3, "(total, heads, head_dim): packed sequences")
+    q4, k4, v4, scale, device = validate.attention(q[None], k[None], v[None], causal, scale, backend)
+    validate.flag("return_lse", return_lse)
+    left, right = validate.window_size(window_size, causal)
+    cu_q = validate.cu_seqlens("cu_seqlens_q", cu_seqlens_q, q.shape[0], max_seqlen_q, "max_seqlen_q", device)
+    cu_k = validate.cu_seqlens("cu_seqlens_k", cu_seqlens_k, k.shape[0], max_seqlen_k, "max_seqlen_k", device,
+                               batch=cu_q.shape[0] - 1)
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
+        raise ValueError("attention_varlen is forward only (prefill, inference): q, k and v may not require grad; "
+                         "call it under torch.no_grad()")
+    b = backends.resolve(backend, device, ATTENTION_FWD)
+    for n, t in (("q", q4), ("k", k4), ("v", v4)):
+        validate.index_range(n, t, b.max_index)
+    # edges that exclude no key of the longest sequences are no edges (as in tiles.attention)
+    left = None if left is not None and left >= max_seqlen_k - 1 else left
+    right = None if right is not None and right >= max_seqlen_q - 1 else right
+    window = (-1 if left is None else left, -1 if right is None else right)
+    cu_q, cu_k = validate.to_device(cu_q, device), validate.to_device(cu_k, device)
+    fwd = _attention_varlen_fwd_impl if _direct(q4, k4, v4, cu_q, cu_k) else _attention_varlen_fwd
+    out, lse = fwd(q4, k4, v4, cu_q, cu_k, max_seqlen_q, causal, scale, b.name, *window)
+    out = out[0]
+    if not return_lse:
+        return out
+    return out, _packed_lse(lse, cu_q, q.shape[0])
+
+
+def _packed_lse(lse: torch.Tensor, cu: torch.Tensor, total: int) -> torch.Tensor:
+    """The kernels' LSE (batch, heads, max_seqlen_q) as FlashAttention's packed (heads, total_q): row r of
+    the packed sequences is row r - cu[b] of sequence b, where cu[b] <= r < cu[b + 1]. Torch operations
+    on the device, with no synchronization."""
+    rows = torch.arange(total, device=lse.device, dtype=torch.int32)
+    seq = torch.searchsorted(cu[1:], rows, right=True).clamp_max(lse.shape[0] - 1)
+    return lse[seq, :, (rows - cu[seq]).clamp(0, max(lse.shape[2] - 1, 0))].t().contiguous()
+
+
+def _attention_varlen_fwd_impl(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_q: torch.Tensor,
+                               cu_k: torch.Tensor, max_seqlen_q: int, causal: bool, scale: float, backend: str,
+                               window_left: int = -1, window_right: int = -1) -> tuple[torch.Tensor, torch.Tensor]:
+    """q, k, v (1, total, heads, head_dim): out (1, total_q, heads, head_dim) and the LSE (batch, heads,
+    max_seqlen_q), its rows past a sequence's length unwritten."""
+    for n, t in (("q", q), ("k", k), ("v", v)):
+        validate.aligned(n, t)
+    B, H, D = cu_q.shape[0] - 1, q.shape[2], q.shape[3]
+    out = _empty(q.shape, q.dtype, q.device)
+    lse = _empty((B, H, max_seqlen_q), torch.float32, q.device)
+    if out.numel() == 0 or lse.numel() == 0:
+        return out, lse
+    if k.shape[1] == 0:  # no keys at all: every row is fully masked
+        return out.zero_(), lse.fill_(float("inf"))
+    window = {n: x for n, x in (("left", window_left), ("right", window_right)) if x >= 0}
+    _launch(backend, attention_fwd, dict(D=D, causal=causal, Sq=max_seqlen_q, Sk=k.shape[1]),
+            q, k, v, out, lse, scale, None, None, cu_q, cu_k, causal=causal, D=D, **window)
+    return out, lse
+
+
+_attention_varlen_fwd = torch.library.custom_op("tiles::attention_varlen_fwd", _attention_varlen_fwd_impl,
+                                                mutates_args=())
+
+
+@_attention_varlen_fwd.register_fake
+def _(q, k, v, cu_q, cu_k, max_seqlen_q, causal, scale, backend, window_left=-1, window_right=-1):
+    return q.new_empty(q.shape), q.new_empty((cu_q.shape[0] - 1, q.shape[2], max_seqlen_q), dtype=torch.float32)
+
+
 def _sink(out, lse, sinks):
     """The softmax with one more term a row, exp(sinks[h]) with a value of zero (attention sinks): lse' =
     log(e^lse + e^sink) and out' = out · e^(lse - lse'), in f32; a row that saw no key (lse +inf, the

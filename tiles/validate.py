@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import numbers
 import sys
+from typing import Optional
 
 import torch
 
@@ -253,6 +254,41 @@ def cache_seqlens(lens, batch: int, seq_k: int, device):
     if lens.dtype != torch.int32:  # clamped before the narrowing, which would wrap a count past int32
         lens = lens.clamp(0, seq_k)
     return lens.to(torch.int32)
+
+
+def cu_seqlens(name: str, cu, total: int, longest, longest_name: str, device, batch: Optional[int] = None):
+    """Packed sequences' offsets (FlashAttention's cu_seqlens): a (batch + 1,) tensor of int32 or int64 on
+    q's device or the CPU, from 0 to `total` (the packed rows), non-decreasing, no sequence longer than
+    `longest` (max_seqlen, an int; it sizes the grid). The values are checked on the host, which for
+    offsets on the device is one synchronization with it, except while a CUDA graph is captured or
+    torch.compile traces; there the kernels clamp each sequence into the packed rows and to `longest`.
+    Returns it as int32 where it was given (to_device moves it)."""
+    cu = as_tensor(name, cu)
+    if cu.dtype not in (torch.int32, torch.int64):
+        raise TypeError(f"{name} must be an int32 or int64 tensor, got {cu.dtype}")
+    if cu.dim() != 1 or cu.shape[0] == 0 or batch is not None and cu.shape[0] != batch + 1:
+        want = "(batch + 1,)" if batch is None else f"({batch + 1},), as cu_seqlens_q"
+        raise ValueError(f"{name} must hold each sequence's first row and the end, shape {want}; got {tuple(cu.shape)}")
+    if cu.requires_grad:
+        raise ValueError(f"{name} holds offsets: it cannot require grad")
+    if cu.device != device and cu.device.type != "cpu":
+        raise ValueError(f"{name} is on {cu.device}, q on {device}: pass it on q's device (or on the CPU)")
+    if not isinstance(longest, int) or isinstance(longest, bool) or longest < 0:
+        raise TypeError(f"{longest_name} must be an int >= 0 (the longest sequence's length), got {longest!r}")
+    if total >= 2 ** 31:
+        raise ValueError(f"{name}: {total} packed rows reach past 2^31, the kernels' 32-bit row positions")
+    if _host_may_read(name, cu, device):
+        first, last = int(cu[0]), int(cu[-1])
+        if first != 0 or last != total:
+            raise ValueError(f"{name} must run from 0 to the packed rows ({total}); got {first} to {last}")
+        lengths = cu[1:] - cu[:-1]
+        if lengths.numel():
+            lo, hi = (int(x) for x in torch.aminmax(lengths))
+            if lo < 0:
+                raise ValueError(f"{name} must not decrease (a sequence has {lo} rows)")
+            if hi > longest:
+                raise ValueError(f"{longest_name} is {longest}, but {name} holds a sequence of {hi} rows")
+    return cu.to(torch.int32)
 
 
 PAGE_MULTIPLE = 256  # a paged cache's page size is a multiple of every backend's key block

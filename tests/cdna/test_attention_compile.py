@@ -314,3 +314,30 @@ def test_emit_writes_a_unit_clang_compiles(tmp_path, arch, kernel):
                         "--no-gpu-bundle-output", "-nogpulib", "-nogpuinc", "-O3", "-std=c++17", "-I", str(tmp_path), "-c", src,
                         "-o", str(tmp_path / "a.co")], capture_output=True, text=True)
     assert c.returncode == 0, c.stderr[-3000:]
+
+
+@pytest.mark.parametrize("arch,clang", [("gfx942", 22), ("gfx950", 22)])
+@pytest.mark.parametrize("D,causal", [(128, True), (64, False), (64, True)])
+def test_packed_sequences_forward_keeps_the_plain_kernels_resources(arch, clang, D, causal):
+    """Packed sequences (CuQ, CuK): each program reads its sequence's first rows and ends once, after
+    the program ids, and its O and L views end at the sequence's last row. No memory spill, the plain
+    kernel's LDS and MFMAs, at most 8 more VGPRs. The D = 64 causal kernel's SGPRs are at the limit
+    without them (104-106), and the sequence's offsets take a few more: clang spills up to three SGPRs
+    into VGPR lanes there (v_writelane, no scratch), which the bound below allows only for that kernel."""
+    need_clang(clang)
+    q, kv = t(1, 1000, 8, D), t(1, 1500, 2, D)
+    cfg = backends.get("cdna").config("attention_fwd", arch=arch, D=D)
+    low = backends.get("cdna").lower(SUITE["attention_fwd"], q, kv, kv, t(1, 1000, 8, D), t(3, 8, 512, dtype=torch.float32),
+                                     D ** -0.5, None, None, t(4, dtype=torch.int32), t(4, dtype=torch.int32),
+                                     causal=causal, D=D, arch=arch, **cfg)
+    assert low.source.count("CuQ[pid2 * CuQ_stride0]") == 1 and low.source.count("CuQ[(pid2 + 1) * CuQ_stride0]") == 1
+    assert "imin(q0 + seq_q, O_shape1), O_shape3, O_stride1);" in low.source
+    assert "imin(seq_q, L_shape2), L_shape2);" in low.source
+    r = cc.compile_hip(low.source, arch, clang)
+    _, plain = compiled(arch, clang, D, causal)
+    res = r.resources
+    assert res["scratch"] == 0 and res["vgpr_spill"] == 0, r.summary()
+    assert res["sgpr_spill"] <= (3 if (D, causal) == (64, True) else 0), r.summary()
+    assert res["lds"] == plain.resources["lds"] and r.vgpr_total <= plain.vgpr_total + 8, (r.summary(), plain.summary())
+    assert {m: n for m, n in r.counts.items() if m.startswith("v_mfma")} == {
+        m: n for m, n in plain.counts.items() if m.startswith("v_mfma")}

@@ -39,10 +39,11 @@ def _meta(*shape, dtype=torch.bfloat16):
 
 
 def _lower(D=128, causal=True, dtype=torch.bfloat16, options=None, kernel="fwd", launched=False, ragged=False,
-           paged=False, **over):
+           paged=False, varlen=False, **over):
     """The lowering of one attention kernel; `launched`: with the tile sizes and schedule options the
     backend launches it with (WarpSpecializedLowering.config / SCHEDULES); `ragged`: the forward reading
-    each sequence's key count from a tensor (KLen)."""
+    each sequence's key count from a tensor (KLen); `varlen`: packed sequences (CuQ, CuK), with the
+    options the backend's schedule leaves them."""
     if launched:
         name = {"fwd": "attention_fwd", "dq": "attention_bwd_dq", "dkdv": "attention_bwd_dkdv",
                 "fused": "attention_bwd_fused"}[kernel]
@@ -58,6 +59,13 @@ def _lower(D=128, causal=True, dtype=torch.bfloat16, options=None, kernel="fwd",
         k = attention_bwd_fused.trace(q, kv, kv, q, lse, lse, kv, kv, acc, D ** -0.5, causal=causal, D=D, **over)
     elif kernel == "dq":
         k = attention_bwd_dq.trace(q, kv, kv, q, lse, lse, q, D ** -0.5, causal=causal, D=D, **over)
+    elif varlen:  # three sequences packed in 1000 rows, the longest 512
+        cu = _meta(4, dtype=torch.int32)
+        args = (_meta(1, 1000, 16, D, dtype=dtype), _meta(1, 1000, 4, D, dtype=dtype), _meta(1, 1000, 4, D, dtype=dtype),
+                _meta(1, 1000, 16, D, dtype=dtype), _meta(3, 16, 512, dtype=torch.float32), D ** -0.5, None, None, cu, cu)
+        if launched:
+            options = WarpSpecializedLowering.schedule("attention_fwd", D, args, causal)
+        k = attention_fwd.trace(*args, causal=causal, D=D, **over)
     else:
         lens = (_meta(2, dtype=torch.int32),) if ragged or paged else ()
         if paged:  # a pool of 40 pages of 256 keys, 8 pages a sequence
@@ -96,6 +104,10 @@ CASES = {
     # a paged cache: the producer reads each key block's page of the pool from the table
     "fwd_d128_causal_paged_launched": dict(D=128, causal=True, launched=True, paged=True),
     "fwd_d128_paged_split": dict(D=128, causal=False, launched=True, paged=True, options={"split_tail": True}),
+    # packed sequences: each program reads its sequence's rows and keys (CuQ, CuK), and stores O and L
+    # through windows that stop at its last row
+    "fwd_d128_causal_varlen_launched": dict(D=128, causal=True, launched=True, varlen=True),
+    "fwd_d64_varlen_launched": dict(D=64, causal=False, launched=True, varlen=True),
     # a sliding window: the loop from the window's first key block, mask_window on its left edge
     "fwd_d128_causal_window_launched": dict(D=128, causal=True, launched=True, left=1024),
     "fwd_d64_band_split": dict(D=64, causal=False, launched=True, left=256, right=128,
@@ -411,3 +423,24 @@ def test_signature_holds_what_the_code_reads_in_the_launch_order(kernel, options
         if re.fullmatch(r"\w+_(shape|stride)\d", p):
             assert re.search(rf"\b{p}\b", body), f"{p} is a parameter nothing reads"
     assert "int Q_shape3" not in low.source  # head_dim: the constexpr D
+
+
+@pytest.mark.parametrize("D,causal", [(128, False), (128, True), (64, False)])
+def test_packed_sequences_store_from_registers_within_their_rows(D, causal):
+    """Packed sequences (CuQ, CuK): O and L go through windows that stop at the sequence's last row, which
+    a TMA box (tma_store, ring_store) and the split tail's merge would write past; the schedule leaves
+    those out, and asking for them is refused by name. The register stores take the stop as their extent."""
+    cu = _meta(4, dtype=torch.int32)
+    args = (_meta(1, 1000, 16, D), _meta(1, 1000, 4, D), _meta(1, 1000, 4, D), _meta(1, 1000, 16, D),
+            _meta(3, 16, 512, dtype=torch.float32), D ** -0.5, None, None, cu, cu)
+    opts = WarpSpecializedLowering.schedule("attention_fwd", D, args, causal) or {}
+    assert not {"tma_store", "ring_store", "split_tail"} & set(opts), opts
+    low = _lower(D=D, causal=causal, launched=True, varlen=True)
+    assert "int_min(q0 + seq_q, O_shape1), O_shape3, o, q0 + " in low.source
+    assert "store(L + pid2 * L_stride0 + pid1 * L_stride1, L_stride2, int_min(seq_q, L_shape2), " in low.source
+    assert "CuQ[(pid2 + 1) * CuQ_stride0]" in low.source  # the end's index multiplied whole by the stride
+    k = attention_fwd.trace(*args, causal=causal, D=D)
+    for option, why in (("ring_store", "option ring_store: O\\[0, :q0 \\+ seq_q, pid1, :\\] stops short"),
+                        ("split_tail", "option split_tail: O's window stops short")):
+        with pytest.raises(LoweringError, match=why):
+            WarpSpecializedLowering(k, **{**opts, "peel": True, option: True}).lower()

@@ -35,6 +35,8 @@ def _needed(request) -> tuple:
     for prefix, ks in ENTRY_KERNELS.items():
         if name.startswith(f"test_{prefix}"):
             return ks + (("gemm",) if "backward" in name else ())
+    if request.node.fspath.basename == "test_attention_varlen.py":
+        return ("attention_fwd",)
     if request.node.fspath.basename == "test_attention.py":
         grads = any(w in name for w in ("backward", "grad", "non_contiguous", "sliding_window", "sinks"))
         return ("attention_fwd",) + (BACKWARD if grads else ())

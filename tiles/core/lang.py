@@ -374,8 +374,9 @@ def _window(op, v, dst: Tile, row, col):
             fail(op, "a 1-D window takes row= only")
     elif v.rank != 2:
         fail(op, f"a tile moves through a 2-D window; {v.text()} keeps {v.rank} axes")
-    if v.stops and op not in ("load", "load_async"):
-        fail(op, f"{v.text()} stops an axis short (':n'): such a window is read, not written")
+    if v.stops and op not in ("load", "load_async", "store"):
+        # a load reads zeros past the stop and a store writes nothing there; an add has no such reading
+        fail(op, f"{v.text()} stops an axis short (':n'): such a window is loaded or stored, not added to")
     return _int_expr(op, row if row is not None else 0), _int_expr(op, col if col is not None else 0)
 
 

@@ -9,6 +9,7 @@ renderer, vendor tables beside it.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -230,7 +231,12 @@ class Lowering:
     def read_text(self, r: ir.Read, expr=None) -> str:
         """C++ of a tensor element a program reads (k.read): the parameter's pointer at the index's offset."""
         expr = expr or self.expr
-        at = " + ".join(f"{expr(x)} * {self.sym_name(r.param.strides[i])}" for i, x in enumerate(r.index))
+
+        def term(x) -> str:  # an index like b + 1 is multiplied whole by its stride
+            s = expr(x)
+            return s if re.fullmatch(r"\w+", s) else f"({s})"
+
+        at = " + ".join(f"{term(x)} * {self.sym_name(r.param.strides[i])}" for i, x in enumerate(r.index))
         return f"{r.param.name}[{at}]"
 
     def float_expr(self, e) -> str:

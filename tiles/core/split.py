@@ -90,6 +90,19 @@ def plan(programs: int, workers: int, trips: int, parts=None, overhead: float = 
 SHORT_GRID_TRIPS = 16
 
 
+def cuttable(k) -> bool:
+    """Whether kernel k's pipelined loop may be cut into parts: it declares a merge, and the merged output
+    and LSE are stored through whole windows. A store that stops short (packed sequences: O[0, :q0 + n])
+    keeps the rows after it, which belong to another program, and the parts' merge writes whole tiles."""
+    from tiles.core import ir
+    loop = k.main_loop()
+    if loop is None or loop.merge is None:
+        return False
+    merged = (loop.merge.out, loop.merge.lse)
+    return not any(isinstance(n, ir.Op) and n.name == "store" and n.ins[1].param in merged and n.ins[1].stops
+                   for n in k.walk())
+
+
 def short_grid_parts(programs: int, workers: int, trips: int) -> int:
     """The parts each program of a grid shorter than one wave is cut into (plan's choice, which fills
     the workers about once), or 1 where the grid is not cut: a wave or more (the last wave is each

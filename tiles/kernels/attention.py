@@ -35,18 +35,40 @@ def _first_kv_block(k, row0, BN, Sq, Sk, left=None):
     return 0 if left is None else k.max(row0 + Sk - Sq - left, 0) // BN
 
 
-def _seq_k(k, K, KLen, b, Pages=None):
-    """The keys sequence b attends: all of K's rows, or (a cache of ragged lengths) the first KLen[b],
-    clamped to the cache's keys (K's rows, or a paged cache's Pages.shape[1] pages of K.shape[1] keys)
-    so that no count reads past it."""
+def _seq_q(k, Q, L, CuQ, b):
+    """(sequence b's first row in Q, its query count): row 0 and all of Q's rows, or with packed sequences
+    (CuQ (B + 1,) int32, FlashAttention's cu_seqlens_q; Q (1, total, H, D)) rows CuQ[b] .. CuQ[b + 1].
+    The grid is sized for the longest sequence, L's (B, H, max_seqlen_q), and the host plans the launch
+    as for it (rows from 0, max_seqlen_q of them). The reads are clamped to Q's rows and to that length,
+    so that no program stores past its own sequence's rows."""
+    if CuQ is None:
+        return 0, Q.shape[1]
+    total, longest = Q.shape[1], L.shape[2]
+    q0 = k.let(k.max(k.min(k.read(CuQ, b, bound=0), total), 0), "q0")
+    end = k.min(k.read(CuQ, b + 1, bound=longest), total)
+    return q0, k.let(k.max(k.min(end - q0, longest), 0), "seq_q")
+
+
+def _seq_k(k, K, KLen, CuK, b, Pages=None):
+    """(sequence b's first key in K, the keys it attends): key 0 and all of K's rows; or (a cache of
+    ragged lengths) the first KLen[b], clamped to the cache's keys (K's rows, or a paged cache's
+    Pages.shape[1] pages of K.shape[1] keys) so that no count reads past it; or with packed sequences
+    (CuK (B + 1,) int32, cu_seqlens_k; K (1, total, H_kv, D)) keys CuK[b] .. CuK[b + 1], clamped to K's
+    rows (the host plans with K's rows as the longest)."""
+    if CuK is not None:
+        total = K.shape[1]
+        k0 = k.let(k.max(k.min(k.read(CuK, b, bound=0), total), 0), "k0")
+        return k0, k.let(k.max(k.min(k.read(CuK, b + 1, bound=total), total) - k0, 0), "seq_k")
     if KLen is None:
-        return K.shape[1]
+        return 0, K.shape[1]
     keys = K.shape[1] if Pages is None else Pages.shape[1] * K.shape[1]
-    return k.let(k.max(k.min(k.read(KLen, b, bound=keys), keys), 0), "seq_k")
+    return 0, k.let(k.max(k.min(k.read(KLen, b, bound=keys), keys), 0), "seq_k")
 
 
-def _kv_windows(k, K, V, KLen, Pages, b, hk, Sk, j, BN):
+def _kv_windows(k, K, V, KLen, Pages, CuK, b, hk, k0, Sk, j, BN):
     """(K's window, V's window, the row of key block j in them) for sequence b and key / value head hk.
+    Packed sequences (CuK; k0: the sequence's first key) stop their windows at the sequence's last key
+    (K[0, :k0 + Sk, hk, :]), so that a block running past it reads zeros, not the next sequence's keys.
     A cache of ragged lengths stops its windows at the sequence's count (K[b, :Sk, hk, :]): a tile that
     runs past it reads zeros there, as past the tensor's end, whatever the cache holds (NaN included:
     it would meet P's exact zeros in P V). A paged cache (Pages (B, pages) int32, K (pages in the
@@ -54,6 +76,8 @@ def _kv_windows(k, K, V, KLen, Pages, b, hk, Sk, j, BN):
     page size is a multiple of BN, so a block lies in one page, and the page number read is clamped
     into the pool."""
     if Pages is None:
+        if CuK is not None:
+            return K[0, :k0 + Sk, hk, :], V[0, :k0 + Sk, hk, :], k0 + j * BN
         if KLen is None:
             return K[b, :, hk, :], V[b, :, hk, :], j * BN
         return K[b, :Sk, hk, :], V[b, :Sk, hk, :], j * BN
@@ -66,24 +90,31 @@ def _kv_windows(k, K, V, KLen, Pages, b, hk, Sk, j, BN):
 
 
 @kernel(overlap=PingPong(stages=2))
-def attention_fwd(k, Q, K, V, O, L, scale, KLen=None, Pages=None, *, causal, D, BM=128, BN=128, left=None,
-                  right=None):
+def attention_fwd(k, Q, K, V, O, L, scale, KLen=None, Pages=None, CuQ=None, CuK=None, *, causal, D, BM=128, BN=128,
+                  left=None, right=None):
     """O = softmax(scale · Q Kᵀ) V per (batch, head); L = log-sum-exp of each row (B, H, Sq) f32.
     Query heads share key/value heads in groups of H / H_kv (GQA, MQA). With KLen (B,) int32, sequence
     b attends the first KLen[b] keys of its rows of K and V (a KV cache of ragged lengths); the causal
     mask then aligns each sequence's rows bottom-right to its own keys. With Pages (B, pages) int32 as
     well, K and V are a pool of pages (pages, page size, H_kv, D) and sequence b's keys are in the pool's
-    pages Pages[b, 0], Pages[b, 1], ... (a paged cache; the page size a multiple of BN). A sliding window
+    pages Pages[b, 0], Pages[b, 1], ... (a paged cache; the page size a multiple of BN). Packed
+    sequences (FlashAttention's varlen): with CuQ (B + 1,) int32, Q and O are (1, total, H, D) and
+    sequence b's queries are their rows CuQ[b] .. CuQ[b + 1]; L is (B, H, max_seqlen_q), its rows past a
+    sequence's count left unwritten. With CuK as well, K and V are (1, total, H_kv, D) and its keys are
+    rows CuK[b] .. CuK[b + 1]; with KLen instead, they are a cache as above. A sliding window
     (FlashAttention's window_size): with `left`, row r sees no key before its bottom-right diagonal minus
     left; with `right` (not causal), none after the diagonal plus right; the loop visits only the key
     blocks between."""
-    Bsz, Sq, H = Q.shape[0], Q.shape[1], Q.shape[2]
+    # packed sequences: the batch and the longest sequence are L's (B, H, max_seqlen_q)
+    Bsz, H, rows = (Q.shape[0], Q.shape[2], Q.shape[1]) if CuQ is None else (L.shape[0], Q.shape[2], L.shape[2])
     Hkv = K.shape[2]
-    k.grid(k.cdiv(Sq, BM), H, Bsz)
+    k.grid(k.cdiv(rows, BM), H, Bsz)
     qb, h, b = k.program_id(0), k.program_id(1), k.program_id(2)
     hk = k.let(h // (H // Hkv))  # the key / value head (named in the IR's text form)
     row0 = k.let(qb * BM)
-    Sk = _seq_k(k, K, KLen, b, Pages)
+    q0, Sq = _seq_q(k, Q, L, CuQ, b)
+    k0, Sk = _seq_k(k, K, KLen, CuK, b, Pages)
+    bq = b if CuQ is None else 0  # Q's and O's batch index
 
     q = k.shared(BM, D, Q.dtype)
     kt = k.shared(BN, D, K.dtype)
@@ -96,15 +127,19 @@ def attention_fwd(k, Q, K, V, O, L, scale, KLen=None, Pages=None, *, causal, D, 
     alpha = k.vec(BM, f32)
     l = k.vec(BM, f32)
 
-    wait(load_async(q, Q[b, :, h, :], row=row0, col=0))
+    # a packed sequence's last block reads the next one's rows of Q: theirs are never stored
+    wait(load_async(q, Q[bq, :, h, :], row=q0 + row0, col=0))
     zero(o)
     zero(l)
     fill(m, M_INIT)
+    first = _first_kv_block(k, row0, BN, Sq, Sk, left)
+    stop = _kv_blocks(k, row0, BM, BN, Sq, Sk, causal, right)
+    if CuQ is not None:  # a program past its sequence's rows (the grid is the longest's) visits no key block
+        stop = first + k.max(stop - first, 0) * k.min(k.max(Sq - row0, 0), 1)
     # the key blocks may be cut into parts (the last wave of a persistent walk, short grids):
     # each part's O, normalized by its own sum, and L merge by their log-sum-exp
-    for j in k.pipeline(_first_kv_block(k, row0, BN, Sq, Sk, left), _kv_blocks(k, row0, BM, BN, Sq, Sk, causal, right),
-                        merge=k.lse_merge(O, L)):
-        Kc, Vc, row = _kv_windows(k, K, V, KLen, Pages, b, hk, Sk, j, BN)
+    for j in k.pipeline(first, stop, merge=k.lse_merge(O, L)):
+        Kc, Vc, row = _kv_windows(k, K, V, KLen, Pages, CuK, b, hk, k0, Sk, j, BN)
         wait(load_async(kt, Kc, row=row, col=0),
              load_async(vt, Vc, row=row, col=0))
         mma(s, q, kt, tb=True, accumulate=False)
@@ -126,13 +161,16 @@ def attention_fwd(k, Q, K, V, O, L, scale, KLen=None, Pages=None, *, causal, D, 
         mma(o, p, vt)
         copy(m, m_new)
     div_row(o, o, l)
-    store(O[b, :, h, :], o, row=row0, col=0)
+    if CuQ is None:
+        store(O[b, :, h, :], o, row=row0, col=0)
+    else:  # the sequence's own rows only: the rows after them are the next sequence's
+        store(O[0, :q0 + Sq, h, :], o, row=q0 + row0, col=0)
     # L = (m + log2 l) · ln 2, and +inf where the row saw no key.
     log2(alpha, l)
     add(alpha, alpha, m)
     mul(alpha, alpha, LN2)
     fill_where(alpha, l, "==", 0.0, math.inf)
-    store(L[b, h, :], alpha, row=row0)
+    store(L[b, h, :] if CuQ is None else L[b, h, :Sq], alpha, row=row0)
 
 
 @kernel(overlap=Pipelined(stages=1))

@@ -181,7 +181,7 @@ class CDNABackend(Backend):
 
         k = lowered.kernel
         merge, cfg = _merge_of(k), lowered.notes.get("config")
-        if k.name != "attention_fwd" or merge is None or cfg is None:
+        if k.name != "attention_fwd" or merge is None or cfg is None or not split.cuttable(k):
             return 1
         # the heaviest program's trips, from the sizes (a count a program reads counts as its bound: a
         # paged cache's pages a sequence times the page size)

@@ -287,15 +287,14 @@ class AttentionLaunch:
     def _short_grid(cls, k: ir.Kernel, low: Lowered, options: Optional[dict], bound, env: dict, grid):
         """A grid shorter than one wave (decode: a few heads' programs over a long cache) cut along its
         keys until it fills the SMs once: (the split lowering, its options), or None where the launch
-        decides nothing (split_tail set either way, already split, not persistent, no merge declared,
-        fewer than split.SHORT_GRID_TRIPS trips). The TMA store of O gives way (a part's O goes to the
+        decides nothing (split_tail set either way, already split, not persistent, no merge declared or
+        stores that stop short (split.cuttable), fewer than split.SHORT_GRID_TRIPS trips). The TMA store of O gives way (a part's O goes to the
         workspace from registers), and a causal walk in pairs to the heavy-first one (the pairs are not
         cut). H200, session 41 (bench/attention_decode.py): before the persistent grid was as long as its
         units, parts of a short grid queued on its few CTAs and gained nothing (8 programs over 32k keys:
         372 us unsplit, 378-469 us in 2-32 parts); with it, not yet measured."""
-        loop = k.main_loop()
         if ((options or {}).get("split_tail") is not None or low.notes.get("split") is not None
-                or not low.notes["persistent"] or loop is None or loop.merge is None):
+                or not low.notes["persistent"] or not split.cuttable(k)):
             return None
         programs, sms = math.prod(grid), runtime.num_sms()
         trips = split.heaviest_trips(k, env, grid[0])
@@ -352,6 +351,11 @@ class AttentionLaunch:
         import torch
         opts = dict(cls.SCHEDULES.get((kernel, D)) or {})
         Sq = tensors[0].shape[1] if tensors and isinstance(tensors[0], torch.Tensor) else None
+        # packed sequences (CuQ): the longest is L's rows, and O's store stops at each sequence's last row,
+        # which neither a TMA box nor the split's merge respects: those options are left out below
+        packed = kernel == "attention_fwd" and len(tensors) > 8 and isinstance(tensors[8], torch.Tensor)
+        if packed:
+            Sq = tensors[4].shape[2]
         short = Sq is not None and (D == 64 and (Sq <= 1024 or causal and Sq <= 2048) or D == 128 and causal and Sq <= 512)
         if kernel == "attention_fwd" and short:
             opts["tma_store"] = True
@@ -375,7 +379,10 @@ class AttentionLaunch:
                 tma_ready(t) for t in tensors if isinstance(t, torch.Tensor) and t.element_size() == 2):
             opts.pop("tma_store", None)  # stored from registers, which takes any strides
             opts.pop("ring_store", None)
-        if split_tail and "tma_store" not in opts:
+        if packed:
+            opts.pop("tma_store", None)
+            opts.pop("ring_store", None)
+        if split_tail and "tma_store" not in opts and not packed:
             opts["split_tail"] = True
         if isinstance(overlap, Interleave):
             opts.pop("pingpong", None)

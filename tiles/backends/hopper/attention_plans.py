@@ -391,6 +391,9 @@ class SchedulePlans:
                      and n.ins[1].param is P]
             if len(every) != 1 or every[0] not in after or every[0].name != "store":
                 self._fail(f"option split_tail: {P.name} must be stored once, after the pipelined loop, at top level")
+            if any(v.stops for v in every[0].ins[1:]):
+                self._fail(f"option split_tail: {P.name}'s window stops short ({every[0].ins[1].text()}), and the "
+                           "parts' merge writes whole tiles")
             if id(every[0]) in self.tma_stores:
                 self._fail(f"option split_tail: {P.name} is stored through TMA (option tma_store); a part's "
                            "store goes to the workspace from registers")
@@ -449,6 +452,8 @@ class SchedulePlans:
             if (t.kind != "reg" or t in self.flipped or t in self.split_k or view.rank != 2
                     or view.kept[1] != P.rank - 1 or P.rank > 4 or P.dtype.name not in ("bf16", "f16") or t.cols % 64):
                 continue  # stored from registers, as without the option
+            if view.stops:
+                self._fail(f"option ring_store: {view.text()} stops short, and a TMA box writes whole rows", o)
             need = self.consumers * self.WG_ROWS * t.cols * 2
             fits = [r for r in free if math.prod(self.stored(r)) * r.dtype.bytes >= need]
             if not fits:

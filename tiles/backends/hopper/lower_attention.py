@@ -295,8 +295,8 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
                 t, view = o.ins
                 P = view.param
                 if (t.kind != "reg" or t in self.flipped or view.rank != 2 or view.kept[1] != P.rank - 1
-                        or P.rank > 4 or P.dtype.name not in ("bf16", "f16") or t.cols % 64):
-                    continue  # stored from registers, as without the option
+                        or P.rank > 4 or P.dtype.name not in ("bf16", "f16") or t.cols % 64 or view.stops):
+                    continue  # stored from registers, as without the option (a box would cross a stop)
                 self._write_map(o, self.WG_ROWS, f"option tma_store: {P.name} is also loaded")
                 self.tma_stores[id(o)] = f"{P.name}_out"
         out_bytes = sum(self.consumers * self.WG_ROWS * o.ins[0].cols * 2 for o in k.walk()
@@ -736,11 +736,11 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
                 r, c = view.kept
                 if c != P.rank - 1:
                     self._fail("store: the tile's columns must be the view's last axis", n)
-                return (f"store({self.view_ptr(view)}, {self.sym_name(P.strides[r])}, {self.sym_name(P.dims[r])}, "
-                        f"{self.sym_name(P.dims[c])}, {v(t)}, {self.row(n.attrs['row'])}, {self.expr(n.attrs['col'])});")
+                return (f"store({self.view_ptr(view)}, {self.sym_name(P.strides[r])}, {self.extent(view, r)}, "
+                        f"{self.extent(view, c)}, {v(t)}, {self.row(n.attrs['row'])}, {self.expr(n.attrs['col'])});")
             if view.rank == 1 and t.kind == "vec":
                 r = view.kept[0]
-                return (f"store({self.view_ptr(view)}, {self.sym_name(P.strides[r])}, {self.sym_name(P.dims[r])}, "
+                return (f"store({self.view_ptr(view)}, {self.sym_name(P.strides[r])}, {self.extent(view, r)}, "
                         f"{v(t)}, {self.row(n.attrs['row'])});")
             self._fail(f"store of {t.type_str()} to a {view.rank}-D view", n)
         if name == "load":
@@ -1189,11 +1189,13 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
     # ------------------------------------------------------------------ rendering
     def lower(self) -> Lowered:
         self.analyse()
-        for n in self.k.walk():  # zero_past_stops bounds the pipelined loop's loads; nothing else spells a stop
+        for n in self.k.walk():  # zero_past_stops bounds the pipelined loop's loads, extent() the register stores
             stopped = [v for v in getattr(n, "ins", ()) if isinstance(v, ir.View) and v.stops]
-            if stopped and not (n.name == "load_async" and any(x is n for x in self.loop.body)):
+            if stopped and not (n.name == "load_async" and any(x is n for x in self.loop.body)
+                                or n.name == "store" and n.ins[0].kind in ("reg", "vec")):
                 self._fail(f"{n.name} through {stopped[0].text()}: a window stopped short is bounded here only "
-                           "where the pipelined loop streams it (load_async in k.pipeline)", n)
+                           "where the pipelined loop streams it (load_async in k.pipeline) or a register tile "
+                           "or vector is stored through it", n)
         self.plan_resident()
         k = self.k
         self.consumer_regs = 240 if self.consumers <= 2 else 160  # setmaxnreg of a consumer warpgroup
