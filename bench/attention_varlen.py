@@ -1,0 +1,91 @@
+"""Session 45: packed sequences of different lengths (tiles.attention_varlen) against PyTorch's own
+varlen path, SDPA on nested jagged tensors (flash backend: FlashAttention-2's varlen kernel; cuDNN where
+it takes them), and against tiles.attention over the same sequences padded to the longest (the work a
+padded batch wastes). Lengths are uniform in [S/4, S] (seeded), sequences enough for about 16k query
+tokens, H = 16, lengths equal for queries and keys (causal aligns the same way top-left and bottom-right
+then). Each impl's output is checked against tiles' own sequence by sequence (within 2e-2), and the
+suite's timing is used (rested launches interleaved over rotated input sets, medians). TFLOP/s counts
+each sequence's visible query-key pairs.
+
+    PYTHONPATH=.:bench:tests/portability python3 bench/attention_varlen.py
+"""
+import json
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+import tiles
+from tiles.bench.run import time_interleaved
+
+CASES = [(512, 128, False), (2048, 128, False), (2048, 128, True), (4096, 128, True), (1024, 64, True), (8192, 128, False)]
+TOKENS, H = 16384, 16
+
+
+def lengths(S, seed):
+    g = torch.Generator().manual_seed(seed)
+    out, total = [], 0
+    while total < TOKENS:
+        n = int(torch.randint(S // 4, S + 1, (1,), generator=g))
+        out.append(n)
+        total += n
+    return out
+
+
+def flops(ls, D, causal):
+    pairs = sum(n * (n + 1) // 2 if causal else n * n for n in ls)
+    return 4 * pairs * D * H
+
+
+def main():
+    dev = torch.device("cuda")
+    rows = []
+    for S, D, causal in CASES:
+        ls = lengths(S, S + D + causal)
+        cu = torch.tensor([0] + torch.tensor(ls).cumsum(0).tolist(), dtype=torch.int32, device=dev)
+        total, B = sum(ls), len(ls)
+        sets = []
+        for i in range(3):
+            q, k, v = (torch.randn(total, H, D, device=dev, dtype=torch.bfloat16) for _ in range(3))
+            sets.append((q, k, v))
+
+        def varlen(x):
+            return tiles.attention_varlen(*x, cu, cu, S, S, causal=causal)
+
+        def nested(backend):
+            def run(x):
+                q, k, v = (torch.nested.nested_tensor_from_jagged(t, cu.long()).transpose(1, 2) for t in x)
+                with sdpa_kernel(backend):
+                    return F.scaled_dot_product_attention(q, k, v, is_causal=causal).transpose(1, 2).values()
+            return run
+
+        # the batch padded to S: rows past a sequence computed and thrown away
+        pads = [tuple(torch.zeros(B, S, H, D, device=dev, dtype=torch.bfloat16) for _ in range(3)) for _ in range(3)]
+        want = varlen(sets[0])
+        impls = {"tiles_varlen": varlen}
+        for name, be in (("sdpa_nested_flash", SDPBackend.FLASH_ATTENTION), ("sdpa_nested_cudnn", SDPBackend.CUDNN_ATTENTION),
+                         ("sdpa_nested_efficient", SDPBackend.EFFICIENT_ATTENTION)):
+            try:
+                got = nested(be)(sets[0])
+                err = (got.float() - want.float()).abs().max().item()
+                if err > 2e-2:
+                    print(f"  {name}: differs from tiles by {err:.3e}: not timed")
+                    continue
+                impls[name] = nested(be)
+            except Exception as e:  # a backend that does not take nested tensors here
+                print(f"  {name}: {type(e).__name__}: {str(e).splitlines()[0][:120]}")
+        times = time_interleaved(impls, sets, dev, reps=30, budget_s=6)
+        pt = time_interleaved({"tiles_padded": lambda x: tiles.attention(*x, causal=causal)}, pads, dev, reps=20, budget_s=4)
+        times.update(pt)
+        f = flops(ls, D, causal)
+        line = []
+        for n, ts in times.items():
+            ms = sorted(ts)[len(ts) // 2]
+            rows.append(dict(S=S, D=D, causal=causal, B=B, total=total, impl=n, ms=ms, tflops=f / ms / 1e9))
+            line.append(f"{n}={ms * 1e3:.0f}us/{f / ms / 1e9:.0f}")
+        print(f"S<={S} D={D} causal={int(causal)} B={B} tokens={total}: " + " ".join(line), flush=True)
+    print(json.dumps(dict(device=torch.cuda.get_device_name(), rows=rows)))
+
+
+if __name__ == "__main__":
+    main()
