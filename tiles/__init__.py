@@ -17,7 +17,8 @@ from .core.backend import BackendUnavailable
 from .api import attention, attention_varlen, gemm, gemm_fp8, layernorm, rotary
 
 __all__ = [
-    "__version__", "attention", "attention_varlen", "gemm", "gemm_fp8", "layernorm", "rotary", "kernel", "TileError", "BackendUnavailable",
+    "__version__", "attention", "attention_varlen", "gemm", "gemm_fp8", "layernorm", "rotary", "kernel", "TileError",
+    "BackendUnavailable",
     "bf16", "f16", "f32", "f8e4m3", "f8e4m3fnuz", "Pipelined", "ProducerConsumer", "PingPong", "Interleave",
     "load", "load_async", "wait", "store", "store_add", "mma", "zero", "fill", "cast", "exp", "exp2", "log", "log2",
     "neg", "abs", "rsqrt", "copy", "add", "sub", "mul", "div", "max", "min", "row_max", "row_sum",

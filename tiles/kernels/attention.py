@@ -101,7 +101,7 @@ def attention_fwd(k, Q, K, V, O, L, scale, KLen=None, Pages=None, CuQ=None, CuK=
     sequences (FlashAttention's varlen): with CuQ (B + 1,) int32, Q and O are (1, total, H, D) and
     sequence b's queries are their rows CuQ[b] .. CuQ[b + 1]; L is (B, H, max_seqlen_q), its rows past a
     sequence's count left unwritten. With CuK as well, K and V are (1, total, H_kv, D) and its keys are
-    rows CuK[b] .. CuK[b + 1]; with KLen instead, they are a cache as above. A sliding window
+    rows CuK[b] .. CuK[b + 1]. A sliding window
     (FlashAttention's window_size): with `left`, row r sees no key before its bottom-right diagonal minus
     left; with `right` (not causal), none after the diagonal plus right; the loop visits only the key
     blocks between."""

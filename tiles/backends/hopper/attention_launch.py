@@ -288,8 +288,8 @@ class AttentionLaunch:
         """A grid shorter than one wave (decode: a few heads' programs over a long cache) cut along its
         keys until it fills the SMs once: (the split lowering, its options), or None where the launch
         decides nothing (split_tail set either way, already split, not persistent, no merge declared or
-        stores that stop short (split.cuttable), fewer than split.SHORT_GRID_TRIPS trips). The TMA store of O gives way (a part's O goes to the
-        workspace from registers), and a causal walk in pairs to the heavy-first one (the pairs are not
+        stores that stop short (split.cuttable), fewer than split.SHORT_GRID_TRIPS trips). The TMA store
+        of O gives way (a part's O goes to the workspace from registers), and a causal walk in pairs to the heavy-first one (the pairs are not
         cut). H200, session 41 (bench/attention_decode.py): before the persistent grid was as long as its
         units, parts of a short grid queued on its few CTAs and gained nothing (8 programs over 32k keys:
         372 us unsplit, 378-469 us in 2-32 parts); with it, not yet measured."""
