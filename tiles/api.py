@@ -241,10 +241,7 @@ def attention(q, k, v, causal: bool = False, scale: Optional[float] = None, back
     b = backends.resolve(backend, device, needs)
     for n, t in (("q", q), ("k", k), ("v", v)):
         validate.index_range(n, t, b.max_index)
-    # an edge that excludes no key is no edge (and stays within 32-bit key positions): a left edge at or
-    # past the first key of the longest sequence, a right edge at or past the last key of the first row
-    left = None if left is not None and left >= keys - 1 else left
-    right = None if right is not None and right >= Sq - 1 else right
+    left, right = validate.void_edges(left, right, keys, Sq)
     if Sq == 1:  # decode: aligned bottom-right, the one query row sees every key, so the mask is void
         causal, right = False, None  # (and a right edge past the last key; a left edge stays)
         if left is not None and lens is None:  # the window is the last left + 1 keys: a slice, and no mask
@@ -296,9 +293,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, max
     b = backends.resolve(backend, device, ATTENTION_FWD)
     for n, t in (("q", q4), ("k", k4), ("v", v4)):
         validate.index_range(n, t, b.max_index)
-    # edges that exclude no key of the longest sequences are no edges (as in tiles.attention)
-    left = None if left is not None and left >= max_seqlen_k - 1 else left
-    right = None if right is not None and right >= max_seqlen_q - 1 else right
+    left, right = validate.void_edges(left, right, max_seqlen_k, max_seqlen_q)
     window = (-1 if left is None else left, -1 if right is None else right)
     cu_q, cu_k = validate.to_device(cu_q, device), validate.to_device(cu_k, device)
     fwd = _attention_varlen_fwd_impl if _direct(q4, k4, v4, cu_q, cu_k) else _attention_varlen_fwd

@@ -50,6 +50,14 @@ def flag(name: str, value) -> bool:
     return value
 
 
+def void_edges(left, right, keys: int, queries: int) -> tuple:
+    """A sliding window's edges with those that exclude no key dropped (None), which also keeps them
+    within 32-bit key positions: a left edge at or past the first key of the longest sequence (`keys`),
+    a right edge at or past the last key of the first row (`queries` rows)."""
+    return (None if left is not None and left >= keys - 1 else left,
+            None if right is not None and right >= queries - 1 else right)
+
+
 def window_size(value, causal: bool) -> tuple:
     """FlashAttention's window_size (left, right): ints, -1 for no edge on that side. Causal fixes the right
     edge at the diagonal, so it takes right -1 or 0. Returns (left, right) as the kernels take them: None
@@ -231,21 +239,28 @@ def to_device(t: torch.Tensor, device) -> torch.Tensor:
     return t.to(device).contiguous()
 
 
+def int_tensor(name: str, t, holds: str, device) -> torch.Tensor:
+    """A tensor of counts, offsets or page numbers the kernels read: int32 or int64, not requiring grad, on
+    q's device or the CPU (checked on the host there, copied over by to_device)."""
+    t = as_tensor(name, t)
+    if t.dtype not in (torch.int32, torch.int64):
+        raise TypeError(f"{name} must be an int32 or int64 tensor, got {t.dtype}")
+    if t.requires_grad:
+        raise ValueError(f"{name} holds {holds}: it cannot require grad")
+    if t.device != device and t.device.type != "cpu":
+        raise ValueError(f"{name} is on {t.device}, q on {device}: pass it on q's device (or on the CPU)")
+    return t
+
+
 def cache_seqlens(lens, batch: int, seq_k: int, device):
     """Each sequence's key count for attention over a cache of ragged lengths: a (batch,) tensor of
     int32 or int64 on q's device or the CPU, checked and returned as int32 where it was given
     (to_device moves it). Its values must lie in [0, seq_k]: checked on the host, which for counts on
     the device is one synchronization with it, except while a CUDA graph is captured or torch.compile
     traces, where the kernels clamp a value outside to that range."""
-    lens = as_tensor("cache_seqlens", lens)
-    if lens.dtype not in (torch.int32, torch.int64):
-        raise TypeError(f"cache_seqlens must be an int32 or int64 tensor, got {lens.dtype}")
+    lens = int_tensor("cache_seqlens", lens, "counts", device)
     if tuple(lens.shape) != (batch,):
         raise ValueError(f"cache_seqlens must have one key count per sequence, shape ({batch},); got {tuple(lens.shape)}")
-    if lens.requires_grad:
-        raise ValueError("cache_seqlens holds counts: it cannot require grad")
-    if lens.device != device and lens.device.type != "cpu":
-        raise ValueError(f"cache_seqlens is on {lens.device}, q on {device}: pass it on q's device (or on the CPU)")
     if batch and _host_may_read("cache_seqlens", lens, device):
         lo, hi = (int(x) for x in torch.aminmax(lens))
         if lo < 0 or hi > seq_k:
@@ -263,16 +278,10 @@ def cu_seqlens(name: str, cu, total: int, longest, longest_name: str, device, ba
     offsets on the device is one synchronization with it, except while a CUDA graph is captured or
     torch.compile traces; there the kernels clamp each sequence into the packed rows and to `longest`.
     Returns it as int32 where it was given (to_device moves it)."""
-    cu = as_tensor(name, cu)
-    if cu.dtype not in (torch.int32, torch.int64):
-        raise TypeError(f"{name} must be an int32 or int64 tensor, got {cu.dtype}")
+    cu = int_tensor(name, cu, "offsets", device)
     if cu.dim() != 1 or cu.shape[0] == 0 or batch is not None and cu.shape[0] != batch + 1:
         want = "(batch + 1,)" if batch is None else f"({batch + 1},), as cu_seqlens_q"
         raise ValueError(f"{name} must hold each sequence's first row and the end, shape {want}; got {tuple(cu.shape)}")
-    if cu.requires_grad:
-        raise ValueError(f"{name} holds offsets: it cannot require grad")
-    if cu.device != device and cu.device.type != "cpu":
-        raise ValueError(f"{name} is on {cu.device}, q on {device}: pass it on q's device (or on the CPU)")
     if not isinstance(longest, int) or isinstance(longest, bool) or longest < 0:
         raise TypeError(f"{longest_name} must be an int >= 0 (the longest sequence's length), got {longest!r}")
     if total >= 2 ** 31:
@@ -288,6 +297,8 @@ def cu_seqlens(name: str, cu, total: int, longest, longest_name: str, device, ba
                 raise ValueError(f"{name} must not decrease (a sequence has {lo} rows)")
             if hi > longest:
                 raise ValueError(f"{longest_name} is {longest}, but {name} holds a sequence of {hi} rows")
+    if cu.dtype != torch.int32:  # clamped before the narrowing, which would wrap an offset past int32
+        cu = cu.clamp(0, total)
     return cu.to(torch.int32)
 
 
@@ -298,14 +309,10 @@ def block_table(table, batch: int, pages: int, page_size: int, device):
     """A paged cache's table, (batch, pages a sequence) int32 or int64 on q's device (or the CPU): entry j of
     row b is the page of the pool holding sequence b's keys [j · page_size, (j + 1) · page_size). Checks
     its form and the pool's; block_table_entries checks the entries the counts reach."""
-    table = as_tensor("block_table", table)
-    if table.dtype not in (torch.int32, torch.int64):
-        raise TypeError(f"block_table must be an int32 or int64 tensor, got {table.dtype}")
+    table = int_tensor("block_table", table, "page numbers", device)
     if table.dim() != 2 or table.shape[0] != batch or table.shape[1] == 0:
         raise ValueError(f"block_table must have a row of page numbers per sequence, shape ({batch}, pages a "
                          f"sequence); got {tuple(table.shape)}")
-    if table.requires_grad:
-        raise ValueError("block_table holds page numbers: it cannot require grad")
     if page_size % PAGE_MULTIPLE or page_size == 0:
         raise ValueError(f"a paged cache's page size (k.shape[1]) must be a multiple of {PAGE_MULTIPLE}, the key "
                          f"blocks of every backend; got {page_size}")
@@ -314,8 +321,6 @@ def block_table(table, batch: int, pages: int, page_size: int, device):
     if table.shape[1] * page_size >= 2 ** 31:
         raise ValueError(f"block_table's {table.shape[1]} pages a sequence of {page_size} keys reach past 2^31 keys, "
                          f"the kernels' 32-bit key positions")
-    if table.device != device and table.device.type != "cpu":
-        raise ValueError(f"block_table is on {table.device}, q on {device}: pass it on q's device (or on the CPU)")
     return table
 
 
