@@ -8,8 +8,15 @@ float64), and the
 suite's timing is used (rested launches interleaved over rotated input sets, medians). TFLOP/s counts
 each sequence's visible query-key pairs.
 
-    PYTHONPATH=.:bench:tests/portability python3 bench/attention_varlen.py
+    PYTHONPATH=.:bench:tests/portability python3 bench/attention_varlen.py [--backward]
+
+--backward (session 46): the training step, forward and backward (one upstream gradient on the output),
+of tiles.attention_varlen against the same batch padded to S through tiles.attention and SDPA on nested
+jagged tensors (where a backend differentiates them). The padded batch's gradients, taken back to the
+packed rows, check the packed ones (within 2e-2 of their largest); TFLOP/s count 3.5x the forward's
+(the forward again, and the backward's 2.5x).
 """
+import sys
 import json
 
 import torch
@@ -107,5 +114,76 @@ def main():
     print(json.dumps(dict(device=torch.cuda.get_device_name(), rows=rows)))
 
 
+def main_backward():
+    dev = torch.device("cuda")
+    rows = []
+    for S, D, causal in CASES:
+        ls = lengths(S, S + D + causal)
+        cu_host = torch.tensor([0] + torch.tensor(ls).cumsum(0).tolist(), dtype=torch.int32)
+        cu = cu_host.to(dev)
+        total, B = sum(ls), len(ls)
+        g = torch.Generator(device=dev).manual_seed(S + D)
+        sets = [tuple(torch.randn(total, H, D, device=dev, dtype=torch.bfloat16, generator=g).requires_grad_()
+                      for _ in range(3)) + (torch.randn(total, H, D, device=dev, dtype=torch.bfloat16, generator=g),)
+                for _ in range(3)]
+
+        def packed_step(x):
+            q, k, v, do = x
+            out = tiles.attention_varlen(q, k, v, cu_host, cu_host, S, S, causal=causal)
+            return torch.autograd.grad(out, (q, k, v), do)
+
+        # the batch padded to S: each sequence's rows at the start of its row of the batch
+        rows_of = torch.cat([torch.arange(n, device=dev) + b * S for b, n in enumerate(ls)])
+
+        def pad(t):
+            out = t.new_zeros(B * S, *t.shape[1:])
+            out[rows_of] = t.detach()
+            return out.view(B, S, *t.shape[1:]).requires_grad_(t.requires_grad)
+
+        pads = [tuple(pad(t) for t in x) for x in sets]
+
+        def padded_step(x):
+            q, k, v, do = x
+            return torch.autograd.grad(tiles.attention(q, k, v, causal=causal), (q, k, v), do)
+
+        def nested(backend):
+            def run(x):
+                q, k, v, do = x
+                qn, kn, vn = (torch.nested.nested_tensor_from_jagged(t, cu.long()).transpose(1, 2) for t in (q, k, v))
+                with sdpa_kernel(backend):
+                    o = F.scaled_dot_product_attention(qn, kn, vn, is_causal=causal).transpose(1, 2).values()
+                return torch.autograd.grad(o, (q, k, v), do)
+            return run
+
+        want = packed_step(sets[0])
+        got = padded_step(pads[0])
+        for n, a, b_ in zip("qkv", want, got):
+            ref = b_.reshape(B * S, H, D)[rows_of].float()
+            err = (a.float() - ref).abs().max().item() / max(ref.abs().max().item(), 1e-30)
+            assert err < 2e-2, f"d{n} of the packed call differs from the padded one's by {err:.2e} (relative)"
+        impls = {"tiles_varlen": packed_step}
+        for name, be in (("sdpa_nested_flash", SDPBackend.FLASH_ATTENTION),
+                         ("sdpa_nested_efficient", SDPBackend.EFFICIENT_ATTENTION)):
+            try:
+                other = nested(be)(sets[0])
+                err = max((a.float() - b_.float()).abs().max().item() for a, b_ in zip(want, other))
+                if err > 5e-2:
+                    print(f"  {name}: differs from tiles by {err:.3e}: not timed")
+                    continue
+                impls[name] = nested(be)
+            except Exception as e:  # a backend that does not differentiate nested tensors here
+                print(f"  {name}: {type(e).__name__}: {str(e).splitlines()[0][:120]}")
+        times = time_interleaved(impls, sets, dev, reps=20, budget_s=6)
+        times.update(time_interleaved({"tiles_padded": padded_step}, pads, dev, reps=15, budget_s=4))
+        f = 3.5 * flops(ls, D, causal)
+        line = []
+        for n, ts in times.items():
+            ms = sorted(ts)[len(ts) // 2]
+            rows.append(dict(S=S, D=D, causal=causal, B=B, total=total, impl=n, ms=ms, tflops=f / ms / 1e9, step="fwd+bwd"))
+            line.append(f"{n}={ms * 1e3:.0f}us/{f / ms / 1e9:.0f}")
+        print(f"fwd+bwd S<={S} D={D} causal={int(causal)} B={B} tokens={total}: " + " ".join(line), flush=True)
+    print(json.dumps(dict(device=torch.cuda.get_device_name(), rows=rows)))
+
+
 if __name__ == "__main__":
-    main()
+    main_backward() if "--backward" in sys.argv[1:] else main()

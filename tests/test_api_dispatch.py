@@ -74,6 +74,10 @@ def _opcheck_cases():
     r = lambda *s, dt=torch.bfloat16: torch.randn(*s, generator=g).to(dt)  # noqa: E731
     q, k, v = r(1, 40, 4, 64), r(1, 56, 2, 64), r(1, 56, 2, 64)
     out, lse = api._attention_fwd_impl(q, k, v, True, 0.125, "interp")
+    # (two sequences of 20 queries: the op leaves the LSE's rows past a sequence's length unwritten, which
+    # opcheck's comparison of two runs' outputs would read)
+    cu_q, cu_k = torch.tensor([0, 20, 40], dtype=torch.int32), torch.tensor([0, 30, 56], dtype=torch.int32)
+    vout, vlse = api._attention_varlen_fwd_impl(q, k, v, cu_q, cu_k, 20, True, 0.125, "interp")
     e4 = torch.float8_e4m3fn
     return {
         "attention_fwd": (api._attention_fwd, (q.requires_grad_(), k.requires_grad_(), v, True, 0.125, "interp")),
@@ -93,6 +97,13 @@ def _opcheck_cases():
         "attention_fwd_bhsd": (api._attention_fwd, (r(1, 4, 40, 64).transpose(1, 2), k, v, True, 0.125, "interp")),
         "attention_fwd_ragged": (api._attention_fwd, (r(2, 3, 4, 64), r(2, 56, 2, 64), r(2, 56, 2, 64), True, 0.125,
                                                       "interp", torch.tensor([56, 9], dtype=torch.int32))),
+        # packed sequences (tiles.attention_varlen): 40 query rows and 56 keys in two sequences each
+        "attention_varlen_fwd": (api._attention_varlen_fwd, (q.detach().clone().requires_grad_(), k.detach().clone(),
+                                                             v.detach().clone().requires_grad_(), cu_q, cu_k, 20, True,
+                                                             0.125, "interp")),
+        "attention_varlen_bwd": (api._attention_varlen_bwd, (r(1, 40, 4, 64), q.detach(), k.detach(), v.detach(), vout,
+                                                             vlse, torch.rand(2, 4, 20, generator=g), cu_q, cu_k, True,
+                                                             0.125, "interp")),
     }
 
 
@@ -298,3 +309,26 @@ def test_a_decode_window_is_a_slice_of_the_cache(monkeypatch):
     tiles.attention(q, k, v, causal=True, backend="interp", window_size=(2 ** 31 - 1, -1))
     assert seen == [((2, 4, 2, 64), 100, False, -1, -1), ((2, 4, 2, 64), 300, False, -1, -1)]
     assert torch.equal(out, tiles.attention(q, k[:, 200:], v[:, 200:], backend="interp"))
+
+
+def test_packed_training_step_traces_under_torch_compile():
+    """tiles.attention_varlen's forward and backward as one torch.compile graph (its custom ops and their
+    fake implementations): the same gradients as eager, bitwise."""
+    g = torch.Generator().manual_seed(8)
+    lq, lk = [30, 10, 57], [40, 0, 57]
+    cq = torch.tensor([0, 30, 40, 97], dtype=torch.int32)
+    ck = torch.tensor([0, 40, 40, 97], dtype=torch.int32)
+    q = torch.randn(sum(lq), 4, 64, generator=g).to(torch.bfloat16)
+    k, v = (torch.randn(sum(lk), 2, 64, generator=g).to(torch.bfloat16) for _ in range(2))
+
+    def step(q, k, v):
+        out, lse = tiles.attention_varlen(q, k, v, cq, ck, 57, 57, causal=True, backend="interp", return_lse=True)
+        return out.float().square().sum() + torch.where(torch.isfinite(lse), lse, 0).sum()
+
+    grads = []
+    for fn in (step, torch.compile(step, backend="aot_eager", fullgraph=True)):
+        xs = [x.clone().requires_grad_() for x in (q, k, v)]
+        fn(*xs).backward()
+        grads.append([x.grad for x in xs])
+    for n, a, b in zip("qkv", *grads):
+        assert torch.equal(a, b), f"d{n}"

@@ -275,8 +275,12 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, max
 
     The offsets are checked on the host (a synchronization for offsets on the device, none for offsets on
     the CPU, which go over through pinned memory), except under CUDA graph capture or torch.compile,
-    where each program clamps its sequence into the packed rows and to max_seqlen_q. Forward only: q, k
-    and v may not require grad.
+    where each program clamps its sequence into the packed rows and to max_seqlen_q.
+
+    Differentiable in q, k and v, through the output and the LSE (first order, as tiles.attention). The
+    backward runs the split kernels, dK / dV over a table of the sequences' key blocks (built on the
+    device from the offsets, no synchronization), then dQ over the query blocks as the forward's grid;
+    it is deterministic, and each sequence's gradients are those of tiles.attention on it alone.
     """
     q, k, v = validate.as_tensor("q", q), validate.as_tensor("k", k), validate.as_tensor("v", v)
     for n, t in (("q", q), ("k", k), ("v", v)):
@@ -287,10 +291,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, max
     cu_q = validate.cu_seqlens("cu_seqlens_q", cu_seqlens_q, q.shape[0], max_seqlen_q, "max_seqlen_q", device)
     cu_k = validate.cu_seqlens("cu_seqlens_k", cu_seqlens_k, k.shape[0], max_seqlen_k, "max_seqlen_k", device,
                                batch=cu_q.shape[0] - 1)
-    if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
-        raise ValueError("attention_varlen is forward only (prefill, inference): q, k and v may not require grad; "
-                         "call it under torch.no_grad()")
-    b = backends.resolve(backend, device, ATTENTION_FWD)
+    grads = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))
+    b = backends.resolve(backend, device, ATTENTION_FWD + (ATTENTION_BWD if grads else ()))
     for n, t in (("q", q4), ("k", k4), ("v", v4)):
         validate.index_range(n, t, b.max_index)
     left, right = validate.void_edges(left, right, max_seqlen_k, max_seqlen_q)
@@ -340,6 +342,97 @@ _attention_varlen_fwd = torch.library.custom_op("tiles::attention_varlen_fwd", _
 @_attention_varlen_fwd.register_fake
 def _(q, k, v, cu_q, cu_k, max_seqlen_q, causal, scale, backend, window_left=-1, window_right=-1):
     return q.new_empty(q.shape), q.new_empty((cu_q.shape[0] - 1, q.shape[2], max_seqlen_q), dtype=torch.float32)
+
+
+def _tile(backend: str, kfn, name: str, problem: dict) -> int:
+    """The tile size `name` (BM, BN) a backend launches kernel kfn with: its config's, or the kernel's own."""
+    return int(backends.get(backend).config(kfn.name, **problem).get(name, kfn.signature.parameters[name].default))
+
+
+def _key_blocks(cu_q: torch.Tensor, cu_k: torch.Tensor, BN: int, total_k: int) -> torch.Tensor:
+    """The packed backward's dK / dV programs (kernels/attention.py, _key_block): one row a key block of BN
+    keys of a sequence, (sequence, its first query row, its query count, its first key, its key count,
+    the block's first key within it), the sequences' blocks in order, then rows with no keys (a program
+    that stores nothing) up to the most blocks any offsets of total_k keys can have, which sizes the grid
+    with no read of the device's offsets. Torch operations on the device, no synchronization."""
+    B = cu_k.shape[0] - 1
+    rows = max((total_k + B * (BN - 1)) // BN, 1)
+    cq, ck = cu_q.long(), cu_k.long()
+    lens = ck[1:] - ck[:-1]
+    blocks = (lens + BN - 1).div(BN, rounding_mode="floor")
+    ends = blocks.cumsum(0)
+    p = torch.arange(rows, device=cu_k.device)
+    seq = torch.searchsorted(ends, p, right=True)
+    live = seq < B
+    s = seq.clamp_max(B - 1)
+    zero = torch.zeros_like(p)
+    table = torch.stack([s, cq[s], torch.where(live, cq[s + 1] - cq[s], zero), ck[s], torch.where(live, lens[s], zero),
+                         torch.where(live, (p - (ends[s] - blocks[s])) * BN, zero)], 1)
+    return table.to(torch.int32).contiguous()
+
+
+def _attention_varlen_bwd_impl(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                               out: torch.Tensor, lse: torch.Tensor, dlse: Optional[torch.Tensor],
+                               cu_q: torch.Tensor, cu_k: torch.Tensor, causal: bool, scale: float, backend: str,
+                               window_left: int = -1,
+                               window_right: int = -1) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Gradients of _attention_varlen_fwd: q, k, v, out, do (1, total, heads, head_dim), lse and dlse
+    the forward's (batch, heads, max_seqlen_q). Delta is one value a packed row, (1, heads, total_q)."""
+    dq = _empty(q.shape, q.dtype, q.device)
+    dk = _empty(k.shape, k.dtype, k.device)
+    dv = _empty(v.shape, v.dtype, v.device)
+    if q.numel() == 0 or k.numel() == 0 or lse.numel() == 0:
+        return dq.zero_(), dk.zero_(), dv.zero_()
+    do = do.to(q.dtype)
+    if do.stride(-1) != 1 or do.data_ptr() % validate.ALIGN_BYTES:
+        do = do.contiguous()
+    B, H, longest = lse.shape
+    D, total_q = q.shape[3], q.shape[1]
+    delta = _empty((1, H, total_q), torch.float32, q.device)
+    problem = dict(D=D, causal=causal, Sq=longest, Sk=k.shape[1], B=B, Hkv=k.shape[2])
+    window = {n: x for n, x in (("left", window_left), ("right", window_right)) if x >= 0}
+    _launch(backend, attention_bwd_prep, problem, out, do, delta, D=D)
+    if dlse is not None:  # as in _attention_bwd_impl, with the LSE's gradient taken to the packed rows
+        delta[0] -= _packed_lse(dlse.to(torch.float32), cu_q, total_q)
+    blocks = _key_blocks(cu_q, cu_k, _tile(backend, attention_bwd_dkdv, "BN", problem), k.shape[1])
+    _launch(backend, attention_bwd_dkdv, problem, q, k, v, do, lse, delta, dk, dv, scale, blocks, causal=causal, D=D,
+            **window)
+    _launch(backend, attention_bwd_dq, problem, q, k, v, do, lse, delta, dq, scale, cu_q, cu_k, causal=causal, D=D,
+            **window)
+    return dq, dk, dv
+
+
+_attention_varlen_bwd = torch.library.custom_op("tiles::attention_varlen_bwd", _attention_varlen_bwd_impl,
+                                                mutates_args=())
+
+
+@_attention_varlen_bwd.register_fake
+def _(do, q, k, v, out, lse, dlse, cu_q, cu_k, causal, scale, backend, window_left=-1, window_right=-1):
+    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+
+
+def _varlen_setup(ctx, inputs, output):
+    q, k, v, cu_q, cu_k, _, causal, scale, backend, window_left, window_right = inputs
+    out, lse = output
+    ctx.save_for_backward(q, k, v, out, lse, cu_q, cu_k)
+    ctx.causal, ctx.scale, ctx.backend, ctx.window = causal, scale, backend, (window_left, window_right)
+
+
+def _varlen_backward(ctx, dout, dlse):
+    q, k, v, out, lse, cu_q, cu_k = ctx.saved_tensors
+    if dout is None:  # only the LSE was used
+        dout = torch.zeros_like(out)
+    second = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (dout, dlse, q, k, v))
+    with torch.no_grad():
+        tensors = (dout, q, k, v, out, lse, cu_q, cu_k) + (() if dlse is None else (dlse,))
+        bwd = _attention_varlen_bwd_impl if _direct(*tensors) else _attention_varlen_bwd
+        dq, dk, dv = bwd(dout, q, k, v, out, lse, dlse, cu_q, cu_k, ctx.causal, ctx.scale, ctx.backend, *ctx.window)
+    if second:
+        dq, dk, dv = _first_order("tiles.attention_varlen", dq, dk, dv)
+    return dq, dk, dv, None, None, None, None, None, None, None, None
+
+
+_attention_varlen_fwd.register_autograd(_varlen_backward, setup_context=_varlen_setup)
 
 
 def _sink(out, lse, sinks):

@@ -52,7 +52,16 @@ def _lower(D=128, causal=True, dtype=torch.bfloat16, options=None, kernel="fwd",
     q = _meta(2, 1000, 16, D, dtype=dtype)
     kv = _meta(2, 1000, 4, D, dtype=dtype)
     lse = _meta(2, 16, 1000, dtype=torch.float32)
-    if kernel == "dkdv":
+    if varlen and kernel in ("dq", "dkdv"):  # the packed backward: three sequences in 1000 rows, the longest 512
+        q, kv = _meta(1, 1000, 16, D, dtype=dtype), _meta(1, 1000, 4, D, dtype=dtype)
+        L, delta = _meta(3, 16, 512, dtype=torch.float32), _meta(1, 16, 1000, dtype=torch.float32)
+        extra = (_meta(4, dtype=torch.int32),) * 2 if kernel == "dq" else (_meta(12, 6, dtype=torch.int32),)
+        args = (q, kv, kv, q, L, delta) + ((q,) if kernel == "dq" else (kv, kv)) + (D ** -0.5,) + extra
+        name = f"attention_bwd_{kernel}"
+        if launched:
+            options = WarpSpecializedLowering.schedule(name, D, args, causal)
+        k = (attention_bwd_dq if kernel == "dq" else attention_bwd_dkdv).trace(*args, causal=causal, D=D, **over)
+    elif kernel == "dkdv":
         k = attention_bwd_dkdv.trace(q, kv, kv, q, lse, lse, kv, kv, D ** -0.5, causal=causal, D=D, **over)
     elif kernel == "fused":
         acc = _meta(2, 1000, 16, D, dtype=torch.float32)
@@ -108,6 +117,12 @@ CASES = {
     # through windows that stop at its last row
     "fwd_d128_causal_varlen_launched": dict(D=128, causal=True, launched=True, varlen=True),
     "fwd_d64_varlen_launched": dict(D=64, causal=False, launched=True, varlen=True),
+    # and their backward: dQ streams each sequence's keys through stopped windows and stores its own rows;
+    # dK / dV take their key block from the table of blocks (api._key_blocks)
+    "dq_d128_causal_varlen_launched": dict(D=128, causal=True, kernel="dq", launched=True, varlen=True),
+    "dq_d64_varlen_launched": dict(D=64, causal=False, kernel="dq", launched=True, varlen=True),
+    "dkdv_d128_varlen_launched": dict(D=128, causal=False, kernel="dkdv", launched=True, varlen=True),
+    "dkdv_d64_causal_varlen_launched": dict(D=64, causal=True, kernel="dkdv", launched=True, varlen=True),
     # a sliding window: the loop from the window's first key block, mask_window on its left edge
     "fwd_d128_causal_window_launched": dict(D=128, causal=True, launched=True, left=1024),
     "fwd_d64_band_split": dict(D=64, causal=False, launched=True, left=256, right=128,

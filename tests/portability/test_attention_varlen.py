@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import tiles
-from reference import check_attention_fwd
+from reference import attention_ref, check_attention_fwd, fl, max_err
 
 
 def _offsets(lengths, device):
@@ -95,3 +95,150 @@ def test_attention_varlen_offsets_on_the_cpu(backend):
     on_host = tiles.attention_varlen(q, k, v, _offsets(lq, "cpu"), _offsets(lk, "cpu"), 130, 260, backend=name)
     here = tiles.attention_varlen(q, k, v, _offsets(lq, device), _offsets(lk, device), 130, 260, backend=name)
     assert torch.equal(on_host, here)
+
+
+# ----------------------------------------------------------------------------- the backward
+
+def _finite(lse):
+    """The LSE where a row saw a key, 0 where it saw none (+inf there, whose gradient the loss leaves out)."""
+    return torch.where(torch.isfinite(lse), lse, torch.zeros_like(lse))
+
+
+def _varlen_grads(name, q, k, v, lq, lk, causal, do, dl, window=(-1, -1)):
+    """dq, dk, dv of sum(out · do) + sum(lse · dl) through tiles.attention_varlen, the inputs' rows poisoned
+    into nothing: the gradients are fresh tensors the backward wrote."""
+    xs = [x.detach().requires_grad_() for x in (q, k, v)]
+    out, lse = tiles.attention_varlen(*xs, _offsets(lq, q.device), _offsets(lk, q.device), max(lq), max(lk),
+                                      causal=causal, window_size=window, backend=name, return_lse=True)
+    ((out.float() * do.to(out.device)).sum() + (_finite(lse) * dl.to(lse.device)).sum()).backward()
+    return [x.grad.cpu() for x in xs]
+
+
+def _reference_grads(q, k, v, causal, scale, do, dl, dtype, window=(-1, -1)):
+    """One sequence's gradients of the same loss through the naive attention in `dtype` (float64: the
+    reference; the inputs' dtype: the low-precision computation the rule compares against)."""
+    xs = [x.detach().to(dtype).requires_grad_() for x in (q, k, v)]
+    out, lse = attention_ref(*xs, causal, scale, dtype=dtype, window=window)
+    ((out.to(dtype) * do.to(dtype)).sum() + (_finite(lse) * dl[None].to(lse.dtype)).sum()).backward()
+    return [x.grad for x in xs]
+
+
+def _check_grads_each(grads, q, k, v, lq, lk, causal, scale, do, dl, window=(-1, -1)):
+    """Each sequence's rows of the packed gradients within 3·E(lp) + fl of float64 autograd on that
+    sequence alone (TESTING.md); a sequence with no key gets dq = 0, one with no query dk = dv = 0."""
+    cq, ck = _offsets(lq, "cpu").tolist(), _offsets(lk, "cpu").tolist()
+    for b in range(len(lq)):
+        rq, rk = slice(cq[b], cq[b + 1]), slice(ck[b], ck[b + 1])
+        mine = (grads[0][rq], grads[1][rk], grads[2][rk])
+        if lq[b] == 0 or lk[b] == 0:
+            for g in mine:
+                assert torch.equal(g, torch.zeros_like(g)), f"sequence {b} sees no key or has no query: zeros"
+            continue
+        seq = (q[rq][None], k[rk][None], v[rk][None])
+        ref = _reference_grads(*seq, causal, scale, do[rq][None], dl[:, rq], torch.float64, window)
+        lp = _reference_grads(*seq, causal, scale, do[rq][None], dl[:, rq], q.dtype, window)
+        for n, g, r, x in zip("qkv", mine, ref, lp):
+            e, e_lp = max_err(g[None], r), max_err(x, r)
+            assert e <= 3 * e_lp + fl(r), f"sequence {b}, d{n}: max error {e:.3e} > 3·{e_lp:.3e} + fl"
+
+
+def _upstream(lq, H, D, seed):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(sum(lq), H, D, generator=g), torch.randn(H, sum(lq), generator=g)
+
+
+@pytest.mark.parametrize("case", CASES, ids=["gqa-d64", "mqa-d128", "empty-d128"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_varlen_backward_each_sequence_alone(backend, monkeypatch, case, causal):
+    """dq, dk, dv through the output and the LSE, sequence by sequence against float64. The gradients
+    are poisoned with NaN before the kernels write them, so a row the backward leaves unwritten fails."""
+    monkeypatch.setenv("TILES_POISON", "1")
+    name, device = backend
+    lq, lk, H, Hkv, D = case
+    q, k, v = _packed(lq, lk, H, Hkv, D, device, seed=10 + causal)
+    do, dl = _upstream(lq, H, D, seed=11)
+    grads = _varlen_grads(name, q, k, v, lq, lk, causal, do, dl)
+    _check_grads_each(grads, q.cpu(), k.cpu(), v.cpu(), lq, lk, causal, D ** -0.5, do, dl)
+
+
+def test_attention_varlen_backward_sliding_window(backend):
+    name, device = backend
+    lq, lk, window = [300, 17, 140], [300, 40, 200], (64, 0)
+    q, k, v = _packed(lq, lk, 2, 1, 64, device, seed=12)
+    do, dl = _upstream(lq, 2, 64, seed=13)
+    grads = _varlen_grads(name, q, k, v, lq, lk, True, do, dl, window)
+    _check_grads_each(grads, q.cpu(), k.cpu(), v.cpu(), lq, lk, True, 64 ** -0.5, do, dl, window)
+
+
+def test_attention_varlen_backward_matches_attention_to_the_bit(backend):
+    """Each sequence's gradients equal tiles.attention's on it alone (same tiles, same order; more than
+    64 query rows each, so that the plain call takes no grouped-rows path)."""
+    name, device = backend
+    lq, lk = [200, 65, 129], [150, 300, 129]
+    q, k, v = _packed(lq, lk, 4, 2, 128, device, seed=14)
+    do, dl = _upstream(lq, 4, 128, seed=15)
+    grads = _varlen_grads(name, q, k, v, lq, lk, True, do, dl)
+    cq, ck = _offsets(lq, "cpu").tolist(), _offsets(lk, "cpu").tolist()
+    for b in range(len(lq)):
+        rq, rk = slice(cq[b], cq[b + 1]), slice(ck[b], ck[b + 1])
+        xs = [x.detach().requires_grad_() for x in (q[None, rq], k[None, rk], v[None, rk])]
+        out, lse = tiles.attention(*xs, causal=True, backend=name, return_lse=True)
+        ((out.float() * do[None, rq].to(device)).sum() + (_finite(lse) * dl[None, :, rq].to(device)).sum()).backward()
+        for n, mine, x in zip("qkv", (grads[0][rq], grads[1][rk], grads[2][rk]), xs):
+            assert torch.equal(mine, x.grad[0].cpu()), f"sequence {b}, d{n}"
+
+
+def test_attention_varlen_backward_ignores_its_neighbours(backend):
+    """A sequence's gradients do not depend on the other sequences' values: with NaN in every input and
+    upstream gradient of the middle sequence, the first and last get the same gradients to the bit (the
+    programs of a sequence's last blocks read past its rows, into its neighbour's)."""
+    name, device = backend
+    lq, lk = [100, 70, 90], [130, 60, 80]
+    q, k, v = _packed(lq, lk, 4, 2, 64, device, seed=16)
+    do, dl = _upstream(lq, 4, 64, seed=17)
+    clean = _varlen_grads(name, q, k, v, lq, lk, False, do, dl)
+    rq, rk = slice(lq[0], lq[0] + lq[1]), slice(lk[0], lk[0] + lk[1])
+    q2, k2, v2, do2, dl2 = q.clone(), k.clone(), v.clone(), do.clone(), dl.clone()
+    for t, r in ((q2, rq), (k2, rk), (v2, rk), (do2, rq)):
+        t[r] = float("nan")
+    dl2[:, rq] = float("nan")
+    dirty = _varlen_grads(name, q2, k2, v2, lq, lk, False, do2, dl2)
+    for n, a, b_, r in zip("qkv", clean, dirty, (rq, rk, rk)):
+        keep = torch.ones(a.shape[0], dtype=torch.bool)
+        keep[r] = False
+        assert torch.equal(a[keep], b_[keep]), f"d{n} of the clean sequences changed"
+        assert torch.isnan(b_[r]).all(), f"d{n} of the NaN sequence"
+
+
+def test_attention_varlen_backward_refuses_a_second_order(backend):
+    name, device = backend
+    lq, lk = [70, 40], [70, 90]
+    q, k, v = _packed(lq, lk, 2, 1, 64, device, seed=18)
+    xs = [x.detach().requires_grad_() for x in (q, k, v)]
+    out = tiles.attention_varlen(*xs, _offsets(lq, device), _offsets(lk, device), 70, 90, causal=True, backend=name)
+    grads = torch.autograd.grad((out.float() ** 2).sum(), xs, create_graph=True)
+    with pytest.raises(RuntimeError, match="first-order gradients only"):
+        sum(g.float().sum() for g in grads).backward()
+
+
+def test_attention_varlen_backward_costs_no_synchronization(backend):
+    """A training step with the offsets on the CPU synchronizes nothing: they are checked there and copied
+    through pinned memory, and the backward builds its table of key blocks on the device (torch's sync
+    debug mode raises where a call would synchronize)."""
+    name, device = backend
+    if device == "cpu":
+        pytest.skip("torch's sync debug mode watches a CUDA device")
+    lq, lk = [70, 130, 0, 200], [90, 260, 5, 200]
+    q, k, v = _packed(lq, lk, 4, 2, 64, device, seed=19)
+    xs = [x.detach().requires_grad_() for x in (q, k, v)]
+    cq, ck = _offsets(lq, "cpu"), _offsets(lk, "cpu")
+    ref = _varlen_grads(name, q, k, v, lq, lk, True, torch.ones(sum(lq), 4, 64), torch.zeros(4, sum(lq)))  # compiled
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        out = tiles.attention_varlen(*xs, cq, ck, max(lq), max(lk), causal=True, backend=name)
+        out.float().sum().backward()
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
+    for n, x, r in zip("qkv", xs, ref):
+        assert torch.equal(x.grad.cpu(), r), f"d{n}"

@@ -56,7 +56,7 @@ class _Missing(Backend):
     def serves(self, device):
         return False
 
-    def supports(self, kernel):
+    def supports(self, kernel, **problem):
         return False
 
 

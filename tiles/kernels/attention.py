@@ -206,11 +206,15 @@ def _probabilities(k, s, p, q, kt, lse, qrow0, kcol0, Sq, Sk, scale, causal, lef
     cast(p, s)
 
 
-def _dscores(k, ds, dsp, dp, s, do, vt, delta):
-    """dS = P ∘ (dO Vᵀ − Delta), rounded to the input dtype for the next mma."""
+def _dscores(k, ds, dsp, dp, s, do, vt, delta, rows=None):
+    """dS = P ∘ (dO Vᵀ − Delta), rounded to the input dtype for the next mma. `rows` = (row0, limit): the
+    rows from limit on set to zero (packed sequences: Delta there is the next sequence's, and P's zero
+    times its NaN would be NaN, summed into every dK row)."""
     mma(dp, do, vt, tb=True, accumulate=False)
     sub_row(dp, dp, delta)
     mul(ds, dp, s)
+    if rows is not None:
+        mask_rows(ds, rows[0], rows[1], 0.0)
     cast(dsp, ds)
 
 
@@ -226,15 +230,43 @@ def _q_blocks(k, kcol0, BM, BN, Sq, Sk, causal, left=None, right=None):
     return first, stop
 
 
-def _dkdv(k, Q, K, V, dO, L, Delta, dK, dV, scale, causal, D, BM, BN, dQacc=None, left=None, right=None):
+def _key_block(k, Blocks, Q, K, L):
+    """Packed sequences' dK / dV programs, one a key block: (sequence b, its first query row q0, its query
+    count, its first key k0, its key count, the block's first key within it) from row pid0 of Blocks
+    (n, 6) int32, which the host builds on the device from the offsets (api._key_blocks: the blocks of
+    every sequence in order, then empty rows). A grid over the blocks that exist, not the longest
+    sequence's blocks for every sequence: no program is empty but the last few. Each value is clamped
+    into the packed rows (Q (1, total_q, H, D), K (1, total_k, H_kv, D)) and L's (B, H, max_seqlen_q),
+    so that no program reads or writes past them whatever the table holds."""
+    total_q, total_k, Bsz, longest = Q.shape[1], K.shape[1], L.shape[0], L.shape[2]
+    p = k.program_id(0)
+    b = k.let(k.max(k.min(k.read(Blocks, p, 0, bound=0), Bsz - 1), 0), "b")
+    q0 = k.let(k.max(k.min(k.read(Blocks, p, 1, bound=0), total_q), 0), "q0")
+    Sq = k.let(k.max(k.min(k.min(k.read(Blocks, p, 2, bound=longest), longest), total_q - q0), 0), "seq_q")
+    k0 = k.let(k.max(k.min(k.read(Blocks, p, 3, bound=0), total_k), 0), "k0")
+    Sk = k.let(k.max(k.min(k.read(Blocks, p, 4, bound=total_k), total_k - k0), 0), "seq_k")
+    kcol0 = k.let(k.max(k.min(k.read(Blocks, p, 5, bound=0), total_k), 0), "kcol0")
+    return b, q0, Sq, k0, Sk, kcol0
+
+
+def _dkdv(k, Q, K, V, dO, L, Delta, dK, dV, scale, causal, D, BM, BN, dQacc=None, left=None, right=None,
+          Blocks=None):
     """dK, dV for one key block of one KV head, looping over the query heads of its group and the
     query blocks that can see it; with dQacc, also each query block's share of dQ = dS K, added into
-    dQacc (f32) as it is made."""
-    Bsz, Sq, H = Q.shape[0], Q.shape[1], Q.shape[2]
-    Sk, Hkv = K.shape[1], K.shape[2]
-    k.grid(k.cdiv(Sk, BN), Hkv, Bsz)
-    kcol0 = k.let(k.program_id(0) * BN)
-    hk, b = k.program_id(1), k.program_id(2)
+    dQacc (f32) as it is made. With Blocks (packed sequences, _key_block), the key block of one
+    sequence: Q, dO, K, V, dK and dV are (1, total, heads, D), Delta (1, H, total_q), and L the
+    forward's (B, H, max_seqlen_q)."""
+    H, Hkv = Q.shape[2], K.shape[2]
+    if Blocks is None:
+        Sq, Sk = Q.shape[1], K.shape[1]
+        k.grid(k.cdiv(Sk, BN), Hkv, Q.shape[0])
+        kcol0 = k.let(k.program_id(0) * BN)
+        hk, b = k.program_id(1), k.program_id(2)
+        bq, q0, k0 = b, 0, 0
+    else:
+        k.grid(Blocks.shape[0], Hkv)
+        hk, bq = k.program_id(1), 0
+        b, q0, Sq, k0, Sk, kcol0 = _key_block(k, Blocks, Q, K, L)
     group = k.let(H // Hkv)  # query heads a key / value head serves
 
     kt = k.shared(BN, D, K.dtype)
@@ -254,23 +286,30 @@ def _dkdv(k, Q, K, V, dO, L, Delta, dK, dV, scale, causal, D, BM, BN, dQacc=None
         dss = k.shared(BM, BN, Q.dtype)
         dq = k.reg(BM, D, f32)
 
-    wait(load_async(kt, K[b, :, hk, :], row=kcol0, col=0),
-         load_async(vt, V[b, :, hk, :], row=kcol0, col=0))
+    # a packed sequence's last block reads the next one's keys: its columns are masked (P = 0), and the
+    # rows of dK and dV they make are not stored
+    wait(load_async(kt, K[bq, :, hk, :], row=k0 + kcol0, col=0),
+         load_async(vt, V[bq, :, hk, :], row=k0 + kcol0, col=0))
     zero(dk)
     zero(dv)
     first, stop = _q_blocks(k, kcol0, BM, BN, Sq, Sk, causal, left, right)
+    if Blocks is not None:  # a block past its sequence's keys (the table's empty rows) visits no query block
+        stop = first + k.max(stop - first, 0) * k.min(k.max(Sk - kcol0, 0), 1)
     for g in k.range(group):
         h = hk * group + g
         for i in k.pipeline(first, stop):
             qrow0 = i * BM
-            wait(load_async(q, Q[b, :, h, :], row=qrow0, col=0),
-                 load_async(do, dO[b, :, h, :], row=qrow0, col=0))
+            # packed: the windows stop at the sequence's last query (zeros after it, not the next one's)
+            Qc, dOc = (Q[b, :, h, :], dO[b, :, h, :]) if Blocks is None else (Q[0, :q0 + Sq, h, :],
+                                                                              dO[0, :q0 + Sq, h, :])
+            wait(load_async(q, Qc, row=q0 + qrow0, col=0),
+                 load_async(do, dOc, row=q0 + qrow0, col=0))
             load(lse, L[b, h, :], row=qrow0)
-            load(delta, Delta[b, h, :], row=qrow0)
+            load(delta, Delta[bq, h, :], row=q0 + qrow0)
             mul(lse, lse, LOG2E)
             _probabilities(k, s, p, q, kt, lse, qrow0, kcol0, Sq, Sk, scale, causal, left, right)
             mma(dv, p, do, ta=True)
-            _dscores(k, ds, dsp, dp, s, do, vt, delta)
+            _dscores(k, ds, dsp, dp, s, do, vt, delta, None if Blocks is None else (qrow0, Sq))
             if dQacc is None:
                 mma(dk, dsp, q, ta=True)
             else:
@@ -280,15 +319,22 @@ def _dkdv(k, Q, K, V, dO, L, Delta, dK, dV, scale, causal, D, BM, BN, dQacc=None
                 mul(dq, dq, scale)
                 store_add(dQacc[b, :, h, :], dq, row=qrow0, col=0)
     mul(dk, dk, scale)
-    store(dK[b, :, hk, :], dk, row=kcol0, col=0)
-    store(dV[b, :, hk, :], dv, row=kcol0, col=0)
+    if Blocks is None:
+        store(dK[b, :, hk, :], dk, row=kcol0, col=0)
+        store(dV[b, :, hk, :], dv, row=kcol0, col=0)
+    else:  # the sequence's own keys only: the rows after them are the next sequence's
+        store(dK[0, :k0 + Sk, hk, :], dk, row=k0 + kcol0, col=0)
+        store(dV[0, :k0 + Sk, hk, :], dv, row=k0 + kcol0, col=0)
 
 
 @kernel(overlap=Pipelined(stages=2))
-def attention_bwd_dkdv(k, Q, K, V, dO, L, Delta, dK, dV, scale, *, causal, D, BM=64, BN=128, left=None, right=None):
+def attention_bwd_dkdv(k, Q, K, V, dO, L, Delta, dK, dV, scale, Blocks=None, *, causal, D, BM=64, BN=128, left=None,
+                       right=None):
     """dK, dV for one key block of one KV head. Deterministic: no atomics (dQ comes from
-    attention_bwd_dq). `left` / `right`: the forward's sliding window."""
-    _dkdv(k, Q, K, V, dO, L, Delta, dK, dV, scale, causal, D, BM, BN, left=left, right=right)
+    attention_bwd_dq). `left` / `right`: the forward's sliding window. Packed sequences (FlashAttention's
+    varlen): with Blocks (n, 6) int32 (one row a key block of a sequence, _key_block), Q, K, V, dO, dK
+    and dV are (1, total, heads, D) and Delta (1, H, total_q); L is the forward's (B, H, max_seqlen_q)."""
+    _dkdv(k, Q, K, V, dO, L, Delta, dK, dV, scale, causal, D, BM, BN, left=left, right=right, Blocks=Blocks)
 
 
 @kernel(overlap=Pipelined(stages=2))
@@ -302,15 +348,22 @@ def attention_bwd_fused(k, Q, K, V, dO, L, Delta, dK, dV, dQacc, scale, *, causa
 
 
 @kernel(overlap=Pipelined(stages=2))
-def attention_bwd_dq(k, Q, K, V, dO, L, Delta, dQ, scale, *, causal, D, BM=64, BN=128, left=None, right=None):
+def attention_bwd_dq(k, Q, K, V, dO, L, Delta, dQ, scale, CuQ=None, CuK=None, *, causal, D, BM=64, BN=128, left=None,
+                     right=None):
     """dQ for one query block: loops over the key blocks it can see, as the forward does (a sliding
-    window's too)."""
-    Bsz, Sq, H = Q.shape[0], Q.shape[1], Q.shape[2]
-    Sk, Hkv = K.shape[1], K.shape[2]
-    k.grid(k.cdiv(Sq, BM), H, Bsz)
+    window's too). Packed sequences (FlashAttention's varlen), as the forward takes them: with CuQ and
+    CuK (B + 1,) int32, Q, K, V, dO and dQ are (1, total, heads, D), Delta (1, H, total_q), and L the
+    forward's (B, H, max_seqlen_q), whose shape sizes the grid; sequence b's programs stream its own
+    keys and store its own rows of dQ."""
+    Bsz, H, rows = (Q.shape[0], Q.shape[2], Q.shape[1]) if CuQ is None else (L.shape[0], Q.shape[2], L.shape[2])
+    Hkv = K.shape[2]
+    k.grid(k.cdiv(rows, BM), H, Bsz)
     qb, h, b = k.program_id(0), k.program_id(1), k.program_id(2)
     hk = k.let(h // (H // Hkv))
     qrow0 = k.let(qb * BM)
+    q0, Sq = _seq_q(k, Q, L, CuQ, b)
+    k0, Sk = _seq_k(k, K, None, CuK, b)
+    bq = b if CuQ is None else 0  # the batch index of the packed tensors
 
     q = k.shared(BM, D, Q.dtype)
     do = k.shared(BM, D, dO.dtype)
@@ -325,17 +378,26 @@ def attention_bwd_dq(k, Q, K, V, dO, L, Delta, dQ, scale, *, causal, D, BM=64, B
     lse = k.vec(BM, f32)
     delta = k.vec(BM, f32)
 
-    wait(load_async(q, Q[b, :, h, :], row=qrow0, col=0),
-         load_async(do, dO[b, :, h, :], row=qrow0, col=0))
+    # a packed sequence's last block reads the next one's rows of Q and dO: their rows of dQ are not stored
+    wait(load_async(q, Q[bq, :, h, :], row=q0 + qrow0, col=0),
+         load_async(do, dO[bq, :, h, :], row=q0 + qrow0, col=0))
     load(lse, L[b, h, :], row=qrow0)
-    load(delta, Delta[b, h, :], row=qrow0)
+    load(delta, Delta[bq, h, :], row=q0 + qrow0)
     mul(lse, lse, LOG2E)
     zero(dq)
-    for j in k.pipeline(_first_kv_block(k, qrow0, BN, Sq, Sk, left), _kv_blocks(k, qrow0, BM, BN, Sq, Sk, causal, right)):
-        wait(load_async(kt, K[b, :, hk, :], row=j * BN, col=0),
-             load_async(vt, V[b, :, hk, :], row=j * BN, col=0))
+    first = _first_kv_block(k, qrow0, BN, Sq, Sk, left)
+    stop = _kv_blocks(k, qrow0, BM, BN, Sq, Sk, causal, right)
+    if CuQ is not None:  # a program past its sequence's rows (the grid is the longest's) visits no key block
+        stop = first + k.max(stop - first, 0) * k.min(k.max(Sq - qrow0, 0), 1)
+    for j in k.pipeline(first, stop):
+        Kc, Vc, row = _kv_windows(k, K, V, None, None, CuK, b, hk, k0, Sk, j, BN)
+        wait(load_async(kt, Kc, row=row, col=0),
+             load_async(vt, Vc, row=row, col=0))
         _probabilities(k, s, p, q, kt, lse, qrow0, j * BN, Sq, Sk, scale, causal, left, right)
         _dscores(k, ds, dsp, dp, s, do, vt, delta)
         mma(dq, dsp, kt)
     mul(dq, dq, scale)
-    store(dQ[b, :, h, :], dq, row=qrow0, col=0)
+    if CuQ is None:
+        store(dQ[b, :, h, :], dq, row=qrow0, col=0)
+    else:  # the sequence's own rows only
+        store(dQ[0, :q0 + Sq, h, :], dq, row=q0 + qrow0, col=0)

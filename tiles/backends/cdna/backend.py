@@ -142,11 +142,13 @@ class CDNABackend(Backend):
         elif kfn.name == "attention_bwd_dq":
             from .lower_attention import check_attention_bwd_dq_args
 
-            check_attention_bwd_dq_args(*tensors.values(), D=int(kwargs["D"]))
+            check_attention_bwd_dq_args(*(tensors[p.name] for p in lowered.kernel.params if p not in lowered.kernel.reads),
+                                        D=int(kwargs["D"]))
         elif kfn.name == "attention_bwd_dkdv":
             from .lower_attention import check_attention_bwd_dkdv_args
 
-            check_attention_bwd_dkdv_args(*tensors.values(), D=int(kwargs["D"]))
+            check_attention_bwd_dkdv_args(*(tensors[p.name] for p in lowered.kernel.params if p not in lowered.kernel.reads),
+                                          D=int(kwargs["D"]))
         elif kfn.name in FP8_KERNELS:
             from .lower_fp8 import check_fp8_args
 

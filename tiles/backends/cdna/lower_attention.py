@@ -786,18 +786,33 @@ def _cxx_names(lines: List[str], names=("do",)) -> List[str]:
     return out
 
 
+# names attention_bwd_dq.hip.j2 and attention_bwd_dkdv.hip.j2 declare in the kernel's scope
+BWD_TEMPLATE_NAMES = frozenset("smem tid w wrow wkey grid0 grid1 grid2 wg pid0 pid1 pid2 lds_k lds_v lds_kt lds_q lds_do "
+                               "lds_qt lds_dot k_stage v_stage kt_stage kb_begin n_kv kb_next half htid stage q_first nq1 "
+                               "n_t t t_next gQ gdO gK gV gL gDelta gdQ gdK gdV gQ_next gdO_next".split())
+
+
+def _tensor_params(lowering, n: int, ranks: List[int], expect: str) -> List[ir.Param]:
+    """The kernel's n tensor parameters of these ranks, after which only tensors the programs read their
+    sizes from may follow (k.read: packed sequences' offsets, a table of key blocks)."""
+    k = lowering.k
+    core, extra = k.params[:n], k.params[n:]
+    if [p.rank for p in core] != ranks or len(k.scalars) != 1 or any(p not in k.reads for p in extra):
+        lowering._fail(f"expected {expect} and one float scale (then only int32 tensors the programs read with k.read)")
+    return core
+
+
 class CDNAAttentionBwdDqLowering(CDNAAttentionLowering):
-    """IR -> HIP for ``attention_bwd_dq``; the non-mma IR ops go through the forward's ``op`` one by one."""
-    reads_tensors = False  # its template declares no k.read values
+    """IR -> HIP for ``attention_bwd_dq``; the non-mma IR ops go through the forward's ``op`` one by one.
+    Packed sequences (CuQ, CuK read with k.read) are declared once a program, after its program ids."""
 
     def ops(self, nodes) -> List[str]:
         return _cxx_names(super().ops(nodes))
 
     def match(self) -> Dict:
         k = self.k
-        if len(k.params) != 7 or [p.rank for p in k.params] != [4, 4, 4, 4, 3, 3, 4] or len(k.scalars) != 1:
-            self._fail("expected Q, K, V, dO, dQ (B, S, H, D), L, Delta (B, H, S) and one float scale")
-        Q, K, V, dO, L, Delta, dQ = k.params
+        Q, K, V, dO, L, Delta, dQ = _tensor_params(self, 7, [4, 4, 4, 4, 3, 3, 4],
+                                                   "Q, K, V, dO, dQ (B, S, H, D), L, Delta (B, H, S)")
         if Q.dtype.name not in ("bf16", "f16") or any(x.dtype != Q.dtype for x in (K, V, dO)):
             raise LoweringError("cdna attention_bwd_dq: Q, K, V, dO must share bf16 or f16")
         if dQ.dtype.name not in ("bf16", "f16", "f32") or L.dtype.name != "f32" or Delta.dtype.name != "f32":
@@ -968,7 +983,7 @@ class CDNAAttentionBwdDqLowering(CDNAAttentionLowering):
         args = self.launch_args()
         arg_decls = self.arg_decls(
             args, lambda x: "const float" if x is L or x is Delta else "float" if (x is dQ and dQ.dtype.name == "f32")
-            else "u16" if x is dQ else "const u16")
+            else "u16" if x is dQ else "const int" if x in self.k.reads else "const u16")
         dt = cfg.dtype
         name = self.entry_name(cfg)
         G = self.k.grid
@@ -976,6 +991,7 @@ class CDNAAttentionBwdDqLowering(CDNAAttentionLowering):
         first = "kb_begin" if start != "0" else "0"  # a sliding window's first key block, declared before the prologue
         source = self.env.get_template("attention_bwd_dq.hip.j2").render(
             cfg=cfg, name=name, ir_text=self.k.text(), template_version=BWD_TEMPLATE_VERSION, arg_decls=arg_decls,
+            let_lines=self.declarations(BWD_TEMPLATE_NAMES),
             grid=[self.expr(x) for x in G], views=views, decls=_cxx_names(self.decls()), pre_ops=self.ops(g["pre"]),
             body_ops=self.ops(g["rest"]), post_ops=self.ops(g["post"]), start=start, stop=self.expr(loop.stop),
             loop_index=self.sym_name(loop.index), row_k0=row_k(first), row_v0=row_v(first), row_kn=row_k("kb_next"),
@@ -1138,9 +1154,8 @@ class CDNAAttentionBwdDkdvLowering(CDNAAttentionBwdDqLowering):
 
     def match(self) -> Dict:
         k = self.k
-        if len(k.params) != 8 or [p.rank for p in k.params] != [4, 4, 4, 4, 3, 3, 4, 4] or len(k.scalars) != 1:
-            self._fail("expected Q, K, V, dO (B, S, H, D), L, Delta (B, H, S), dK, dV (B, S, Hkv, D) and one float scale")
-        Q, K, V, dO, L, Delta, dK, dV = k.params
+        Q, K, V, dO, L, Delta, dK, dV = _tensor_params(
+            self, 8, [4, 4, 4, 4, 3, 3, 4, 4], "Q, K, V, dO (B, S, H, D), L, Delta (B, H, S), dK, dV (B, S, Hkv, D)")
         if Q.dtype.name not in ("bf16", "f16") or any(x.dtype != Q.dtype for x in (K, V, dO)):
             raise LoweringError("cdna attention_bwd_dkdv: Q, K, V, dO must share bf16 or f16")
         if any(x.dtype.name not in ("bf16", "f16", "f32") for x in (dK, dV)) or dK.dtype != dV.dtype or \
@@ -1335,7 +1350,7 @@ class CDNAAttentionBwdDkdvLowering(CDNAAttentionBwdDqLowering):
         args = self.launch_args()
         arg_decls = self.arg_decls(
             args, lambda x: "const float" if x is L or x is Delta else "float" if (x in (dK, dV) and dK.dtype.name == "f32")
-            else "u16" if x in (dK, dV) else "const u16")
+            else "u16" if x in (dK, dV) else "const int" if x in self.k.reads else "const u16")
         name = self.entry_name(cfg)
         G = self.k.grid
         waits = cfg.waits()
@@ -1343,7 +1358,7 @@ class CDNAAttentionBwdDkdvLowering(CDNAAttentionBwdDqLowering):
             raise LoweringError(f"cdna attention_bwd_dkdv: the Q and dO wave halves need different waits {waits}")
         source = self.env.get_template("attention_bwd_dkdv.hip.j2").render(
             cfg=cfg, name=name, ir_text=self.k.text(), template_version=BWD_DKDV_TEMPLATE_VERSION, arg_decls=arg_decls,
-            grid=[self.expr(x) for x in G], views=views, loop_views=loop_views, next_views=next_views,
+            let_lines=self.declarations(BWD_TEMPLATE_NAMES), grid=[self.expr(x) for x in G], views=views, loop_views=loop_views, next_views=next_views,
             decls=_cxx_names(self.decls()), pre_ops=self.ops(g["pre"]), vec_ops=self.ops(g["vloads"]),
             body_ops=self.ops(g["rest"]), post_ops=self.ops(g["post"]), q_start=self.expr(loop.start),
             q_stop=self.expr(loop.stop), n_group=self.expr(gloop.stop), g_index=self.sym_name(gloop.index),

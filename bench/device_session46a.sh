@@ -1,0 +1,22 @@
+#!/bin/sh
+# Session 46's changes on the GPU, prepared on the CPU (no device time was left to this session): the
+# packed backward (tiles.attention_varlen's gradients) on hopper and cdna-emu (gfx942, gfx950) against
+# float64 and bitwise against tiles.attention on each sequence alone, its Hopper and CDNA sources through
+# the device's compilers, compute-sanitizer over packed backward launches, then its timing
+# (bench/attention_varlen.py --backward).
+#   sh bench/device_session46a.sh
+DEVICE_PYTHONPATH=bench:tests/hopper:tests/portability
+. bench/device_env.sh
+gpu_tests 200 -n 8 tests/portability/test_attention_varlen.py tests/hopper/test_attention_lower.py -k "varlen or packed"
+for tool in memcheck racecheck synccheck; do
+  timeout 90 compute-sanitizer --tool $tool --report-api-errors no python3 -c "
+import torch, tiles
+cu = torch.tensor([0, 5, 300, 300, 1000], dtype=torch.int32, device='cuda')
+for D, c in ((128, False), (128, True), (64, True)):
+    q, k, v = (torch.randn(1000, 8, D, device='cuda', dtype=torch.bfloat16).requires_grad_() for _ in range(3))
+    out = tiles.attention_varlen(q, k[:, :2], v[:, :2], cu, cu, 700, 700, causal=c)
+    out.float().sum().backward()
+torch.cuda.synchronize(); print('varlen backward $tool run')
+" 2>&1 | grep -a "ERROR SUMMARY\|RACECHECK SUMMARY\|varlen backward" | head -3
+done
+timeout 200 python3 bench/attention_varlen.py --backward 2>&1 | grep -a -v -i "warning" | tr -cd '\11\12\15\40-\176' | tail -c 5000
