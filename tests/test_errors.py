@@ -153,6 +153,32 @@ VARLEN_CASES = [
 ]
 
 
+def _pool(pages=3, page=256, Hkv=2, D=64):
+    return torch.randn(pages, page, Hkv, D).to(bf), torch.randn(pages, page, Hkv, D).to(bf)
+
+
+_TABLE = torch.tensor([[0, 1], [2, 0]], dtype=torch.int32)
+VARLEN_CASES += [  # a paged cache (block_table): k and v a pool of pages, cu_seqlens_k the key counts' running sums
+    ("paged: 3-D pool", {"block_table": _TABLE}, ValueError,
+     "k must have 4 dimensions (pages, page_size, kv_heads, head_dim): a pool of pages, with block_table"),
+    ("paged: page size", {"k": _pool(page=100)[0], "v": _pool(page=100)[1], "block_table": _TABLE}, ValueError,
+     "a paged cache's page size (k.shape[1]) must be a multiple of 256"),
+    ("paged: table rows", {"k": _pool()[0], "v": _pool()[1], "block_table": _TABLE[:1]}, ValueError,
+     "block_table must have a row of page numbers per sequence, shape (2, pages a sequence); got (1, 2)"),
+    ("paged: offsets start", {"k": _pool()[0], "v": _pool()[1], "block_table": _TABLE,
+                              "cu_seqlens_k": torch.tensor([1, 4, 10], dtype=torch.int32)}, ValueError,
+     "cu_seqlens_k must start at 0 (the running sums of the sequences' key counts); got 1"),
+    ("paged: longest past the pages", {"k": _pool()[0], "v": _pool()[1], "block_table": _TABLE, "max_seqlen_k": 600,
+                                       "cu_seqlens_k": torch.tensor([0, 4, 600], dtype=torch.int32)}, ValueError,
+     "max_seqlen_k is 600, but a row of block_table holds 2 pages of 256 keys (512)"),
+    ("paged: page outside the pool", {"k": _pool()[0], "v": _pool()[1],
+                                      "block_table": torch.tensor([[0, 1], [3, 0]], dtype=torch.int32)}, ValueError,
+     "block_table[1, 0] = 3 is no page of the pool (k holds 3 pages)"),
+    ("paged: grads", {"k": _pool()[0].requires_grad_(), "v": _pool()[1], "block_table": _TABLE}, ValueError,
+     "attention_varlen with block_table is forward only"),
+]
+
+
 @pytest.mark.parametrize("case", VARLEN_CASES, ids=[c[0] for c in VARLEN_CASES])
 def test_attention_varlen_bad_input(case):
     _, change, exc, msg = case

@@ -259,7 +259,7 @@ def attention(q, k, v, causal: bool = False, scale: Optional[float] = None, back
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, max_seqlen_k: int, causal: bool = False,
                      scale: Optional[float] = None, backend: Optional[str] = None, return_lse: bool = False,
-                     window_size=(-1, -1)):
+                     window_size=(-1, -1), block_table=None):
     """Attention over packed sequences of different lengths, FlashAttention's varlen call.
 
     q: (total_q, heads, head_dim); k, v: (total_k, kv_heads, head_dim): a batch's sequences laid end to
@@ -281,25 +281,57 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, max
     backward runs the split kernels, dK / dV over a table of the sequences' key blocks (built on the
     device from the offsets, no synchronization), then dQ over the query blocks as the forward's grid;
     it is deterministic, and each sequence's gradients are those of tiles.attention on it alone.
+
+    `block_table`: the keys in a paged cache (vLLM's layout, FlashAttention's varlen call with a block
+    table: chunked prefill, a prefix cache). k and v are then a pool of pages (pages, page_size,
+    kv_heads, head_dim), page_size a multiple of 256, block_table (batch, pages a sequence) int32 or
+    int64 names each sequence's pages in order, and cu_seqlens_k holds the running sums of the
+    sequences' key counts (from 0): sequence b attends the first cu_seqlens_k[b + 1] - cu_seqlens_k[b]
+    keys of its pages, and causal aligns its queries to the last of them (a chunk's queries after the
+    keys cached before it). max_seqlen_k is at most the keys a row of the table holds. The entries the
+    counts reach must name pages of the pool (checked on the host, as the offsets are). Forward only.
     """
     q, k, v = validate.as_tensor("q", q), validate.as_tensor("k", k), validate.as_tensor("v", v)
-    for n, t in (("q", q), ("k", k), ("v", v)):
-        validate.rank(n, t, 3, "(total, heads, head_dim): packed sequences")
-    q4, k4, v4, scale, device = validate.attention(q[None], k[None], v[None], causal, scale, backend)
+    paged = block_table is not None
+    validate.rank("q", q, 3, "(total, heads, head_dim): packed sequences")
+    for n, t in (("k", k), ("v", v)):
+        if paged:
+            validate.rank(n, t, 4, "(pages, page_size, kv_heads, head_dim): a pool of pages, with block_table")
+        else:
+            validate.rank(n, t, 3, "(total, heads, head_dim): packed sequences")
+    k4, v4 = (k, v) if paged else (k[None], v[None])
+    q4, k4, v4, scale, device = validate.attention(q[None], k4, v4, causal, scale, backend, paged=paged)
     validate.flag("return_lse", return_lse)
     left, right = validate.window_size(window_size, causal)
     cu_q = validate.cu_seqlens("cu_seqlens_q", cu_seqlens_q, q.shape[0], max_seqlen_q, "max_seqlen_q", device)
-    cu_k = validate.cu_seqlens("cu_seqlens_k", cu_seqlens_k, k.shape[0], max_seqlen_k, "max_seqlen_k", device,
-                               batch=cu_q.shape[0] - 1)
+    B = cu_q.shape[0] - 1
+    cu_k = validate.cu_seqlens("cu_seqlens_k", cu_seqlens_k, None if paged else k.shape[0], max_seqlen_k,
+                               "max_seqlen_k", device, batch=B)
     grads = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))
+    if paged:
+        if grads:
+            raise ValueError("attention_varlen with block_table is forward only (prefill into a paged cache): q, k and "
+                             "v may not require grad; call it under torch.no_grad()")
+        pages = validate.block_table(block_table, B, k.shape[0], k.shape[1], device)
+        if max_seqlen_k > pages.shape[1] * k.shape[1]:
+            raise ValueError(f"max_seqlen_k is {max_seqlen_k}, but a row of block_table holds {pages.shape[1]} pages of "
+                             f"{k.shape[1]} keys ({pages.shape[1] * k.shape[1]})")
+        lens = (cu_k[1:] - cu_k[:-1]).to(torch.int32)  # each sequence's key count, checked with the offsets
+        pages = validate.block_table_entries(pages, lens, k.shape[0], k.shape[1], device)
     b = backends.resolve(backend, device, ATTENTION_FWD + (ATTENTION_BWD if grads else ()))
     for n, t in (("q", q4), ("k", k4), ("v", v4)):
         validate.index_range(n, t, b.max_index)
     left, right = validate.void_edges(left, right, max_seqlen_k, max_seqlen_q)
     window = (-1 if left is None else left, -1 if right is None else right)
-    cu_q, cu_k = validate.to_device(cu_q, device), validate.to_device(cu_k, device)
-    fwd = _attention_varlen_fwd_impl if _direct(q4, k4, v4, cu_q, cu_k) else _attention_varlen_fwd
-    out, lse = fwd(q4, k4, v4, cu_q, cu_k, max_seqlen_q, causal, scale, b.name, *window)
+    cu_q = validate.to_device(cu_q, device)
+    if paged:
+        lens, pages = validate.to_device(lens, device), validate.to_device(pages, device)
+        fwd = _attention_varlen_paged_fwd_impl if _direct(q4, k4, v4, cu_q, lens, pages) else _attention_varlen_paged_fwd
+        out, lse = fwd(q4, k4, v4, cu_q, lens, pages, max_seqlen_q, causal, scale, b.name, *window)
+    else:
+        cu_k = validate.to_device(cu_k, device)
+        fwd = _attention_varlen_fwd_impl if _direct(q4, k4, v4, cu_q, cu_k) else _attention_varlen_fwd
+        out, lse = fwd(q4, k4, v4, cu_q, cu_k, max_seqlen_q, causal, scale, b.name, *window)
     out = out[0]
     if not return_lse:
         return out
@@ -341,6 +373,35 @@ _attention_varlen_fwd = torch.library.custom_op("tiles::attention_varlen_fwd", _
 
 @_attention_varlen_fwd.register_fake
 def _(q, k, v, cu_q, cu_k, max_seqlen_q, causal, scale, backend, window_left=-1, window_right=-1):
+    return q.new_empty(q.shape), q.new_empty((cu_q.shape[0] - 1, q.shape[2], max_seqlen_q), dtype=torch.float32)
+
+
+def _attention_varlen_paged_fwd_impl(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_q: torch.Tensor,
+                                     lens: torch.Tensor, pages: torch.Tensor, max_seqlen_q: int, causal: bool,
+                                     scale: float, backend: str, window_left: int = -1,
+                                     window_right: int = -1) -> tuple[torch.Tensor, torch.Tensor]:
+    """q (1, total_q, heads, head_dim) packed; k, v a pool of pages (pages, page size, kv_heads, head_dim),
+    lens (B,) each sequence's key count in its pages, pages (B, pages a sequence) the table: out as q,
+    and the LSE (batch, heads, max_seqlen_q), its rows past a sequence's length unwritten."""
+    for n, t in (("q", q), ("k", k), ("v", v)):
+        validate.aligned(n, t)
+    B, H, D = cu_q.shape[0] - 1, q.shape[2], q.shape[3]
+    out = _empty(q.shape, q.dtype, q.device)
+    lse = _empty((B, H, max_seqlen_q), torch.float32, q.device)
+    if out.numel() == 0 or lse.numel() == 0:
+        return out, lse
+    window = {n: x for n, x in (("left", window_left), ("right", window_right)) if x >= 0}
+    _launch(backend, attention_fwd, dict(D=D, causal=causal, Sq=max_seqlen_q, Sk=k.shape[1] * pages.shape[1]),
+            q, k, v, out, lse, scale, lens, pages, cu_q, None, causal=causal, D=D, **window)
+    return out, lse
+
+
+_attention_varlen_paged_fwd = torch.library.custom_op("tiles::attention_varlen_paged_fwd",
+                                                      _attention_varlen_paged_fwd_impl, mutates_args=())
+
+
+@_attention_varlen_paged_fwd.register_fake
+def _(q, k, v, cu_q, lens, pages, max_seqlen_q, causal, scale, backend, window_left=-1, window_right=-1):
     return q.new_empty(q.shape), q.new_empty((cu_q.shape[0] - 1, q.shape[2], max_seqlen_q), dtype=torch.float32)
 
 

@@ -271,24 +271,27 @@ def cache_seqlens(lens, batch: int, seq_k: int, device):
     return lens.to(torch.int32)
 
 
-def cu_seqlens(name: str, cu, total: int, longest, longest_name: str, device, batch: Optional[int] = None):
+def cu_seqlens(name: str, cu, total: Optional[int], longest, longest_name: str, device, batch: Optional[int] = None):
     """Packed sequences' offsets (FlashAttention's cu_seqlens): a (batch + 1,) tensor of int32 or int64 on
-    q's device or the CPU, from 0 to `total` (the packed rows), non-decreasing, no sequence longer than
-    `longest` (max_seqlen, an int; it sizes the grid). The values are checked on the host, which for
-    offsets on the device is one synchronization with it, except while a CUDA graph is captured or
-    torch.compile traces; there the kernels clamp each sequence into the packed rows and to `longest`.
-    Returns it as int32 where it was given (to_device moves it)."""
+    q's device or the CPU, from 0 to `total` (the packed rows; None: the running sums of a paged cache's
+    key counts, which end anywhere), non-decreasing, no sequence longer than `longest` (max_seqlen, an
+    int; it sizes the grid). The values are checked on the host, which for offsets on the device is one
+    synchronization with it, except while a CUDA graph is captured or torch.compile traces; there the
+    kernels clamp each sequence into the packed rows and to `longest`. Returns it as int32 where it was
+    given (to_device moves it)."""
     cu = int_tensor(name, cu, "offsets", device)
     if cu.dim() != 1 or cu.shape[0] == 0 or batch is not None and cu.shape[0] != batch + 1:
         want = "(batch + 1,)" if batch is None else f"({batch + 1},), as cu_seqlens_q"
         raise ValueError(f"{name} must hold each sequence's first row and the end, shape {want}; got {tuple(cu.shape)}")
     if not isinstance(longest, int) or isinstance(longest, bool) or longest < 0:
         raise TypeError(f"{longest_name} must be an int >= 0 (the longest sequence's length), got {longest!r}")
-    if total >= 2 ** 31:
+    if total is not None and total >= 2 ** 31:
         raise ValueError(f"{name}: {total} packed rows reach past 2^31, the kernels' 32-bit row positions")
     if _host_may_read(name, cu, device):
         first, last = int(cu[0]), int(cu[-1])
-        if first != 0 or last != total:
+        if total is None and first != 0:
+            raise ValueError(f"{name} must start at 0 (the running sums of the sequences' key counts); got {first}")
+        if total is not None and (first != 0 or last != total):
             raise ValueError(f"{name} must run from 0 to the packed rows ({total}); got {first} to {last}")
         lengths = cu[1:] - cu[:-1]
         if lengths.numel():
@@ -298,7 +301,7 @@ def cu_seqlens(name: str, cu, total: int, longest, longest_name: str, device, ba
             if hi > longest:
                 raise ValueError(f"{longest_name} is {longest}, but {name} holds a sequence of {hi} rows")
     if cu.dtype != torch.int32:  # clamped before the narrowing, which would wrap an offset past int32
-        cu = cu.clamp(0, total)
+        cu = cu.clamp(0, 2 ** 31 - 1 if total is None else total)
     return cu.to(torch.int32)
 
 

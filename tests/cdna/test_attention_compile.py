@@ -341,3 +341,28 @@ def test_packed_sequences_forward_keeps_the_plain_kernels_resources(arch, clang,
     assert res["lds"] == plain.resources["lds"] and r.vgpr_total <= plain.vgpr_total + 8, (r.summary(), plain.summary())
     assert {m: n for m, n in r.counts.items() if m.startswith("v_mfma")} == {
         m: n for m, n in plain.counts.items() if m.startswith("v_mfma")}
+
+
+@pytest.mark.parametrize("arch,clang", [("gfx942", 22), ("gfx950", 22)])
+@pytest.mark.parametrize("D,causal", [(128, True), (64, False), (64, True)])
+def test_packed_sequences_over_a_paged_cache(arch, clang, D, causal):
+    """Packed queries over a paged cache (tiles.attention_varlen with block_table: CuQ, KLen and Pages): the
+    sequence's rows and key count read once, each key block's page read from the table, no scratch, the
+    plain kernel's LDS and MFMAs. The D = 64 causal kernel, at the SGPR limit already, moves some SGPRs into
+    VGPR lanes (v_writelane; no memory), bounded here."""
+    need_clang(clang)
+    q, pool = t(1, 1000, 8, D), t(40, 256, 2, D)
+    cfg = backends.get("cdna").config("attention_fwd", arch=arch, D=D)
+    low = backends.get("cdna").lower(SUITE["attention_fwd"], q, pool, pool, t(1, 1000, 8, D), t(3, 8, 512, dtype=torch.float32),
+                                     D ** -0.5, t(3, dtype=torch.int32), t(3, 8, dtype=torch.int32), t(4, dtype=torch.int32),
+                                     None, causal=causal, D=D, arch=arch, **cfg)
+    assert low.source.count("CuQ[pid2 * CuQ_stride0]") == 1 and low.source.count("KLen[pid2 * KLen_stride0]") == 1
+    assert "Pages[" in low.source and "imin(q0 + seq_q, O_shape1), O_shape3, O_stride1);" in low.source
+    r = cc.compile_hip(low.source, arch, clang)
+    _, plain = compiled(arch, clang, D, causal)
+    res = r.resources
+    assert res["scratch"] == 0 and res["vgpr_spill"] == 0, r.summary()
+    assert res["sgpr_spill"] <= (24 if (D, causal) == (64, True) else 0), r.summary()
+    assert res["lds"] == plain.resources["lds"] and r.vgpr_total <= plain.vgpr_total + 8, (r.summary(), plain.summary())
+    assert {m: n for m, n in r.counts.items() if m.startswith("v_mfma")} == {
+        m: n for m, n in plain.counts.items() if m.startswith("v_mfma")}

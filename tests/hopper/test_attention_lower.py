@@ -70,8 +70,12 @@ def _lower(D=128, causal=True, dtype=torch.bfloat16, options=None, kernel="fwd",
         k = attention_bwd_dq.trace(q, kv, kv, q, lse, lse, q, D ** -0.5, causal=causal, D=D, **over)
     elif varlen:  # three sequences packed in 1000 rows, the longest 512
         cu = _meta(4, dtype=torch.int32)
-        args = (_meta(1, 1000, 16, D, dtype=dtype), _meta(1, 1000, 4, D, dtype=dtype), _meta(1, 1000, 4, D, dtype=dtype),
-                _meta(1, 1000, 16, D, dtype=dtype), _meta(3, 16, 512, dtype=torch.float32), D ** -0.5, None, None, cu, cu)
+        kv = _meta(1, 1000, 4, D, dtype=dtype)
+        cache = (None, None, cu, cu)
+        if paged:  # their keys in a paged cache: a pool of 40 pages of 256 keys, 8 pages a sequence, no CuK
+            kv, cache = _meta(40, 256, 4, D, dtype=dtype), (_meta(3, dtype=torch.int32), _meta(3, 8, dtype=torch.int32), cu, None)
+        args = (_meta(1, 1000, 16, D, dtype=dtype), kv, kv, _meta(1, 1000, 16, D, dtype=dtype),
+                _meta(3, 16, 512, dtype=torch.float32), D ** -0.5) + cache
         if launched:
             options = WarpSpecializedLowering.schedule("attention_fwd", D, args, causal)
         k = attention_fwd.trace(*args, causal=causal, D=D, **over)
@@ -117,6 +121,9 @@ CASES = {
     # through windows that stop at its last row
     "fwd_d128_causal_varlen_launched": dict(D=128, causal=True, launched=True, varlen=True),
     "fwd_d64_varlen_launched": dict(D=64, causal=False, launched=True, varlen=True),
+    # and over a paged cache (chunked prefill): the producer reads each key block's page from the table
+    "fwd_d128_causal_varlen_paged_launched": dict(D=128, causal=True, launched=True, varlen=True, paged=True),
+    "fwd_d64_varlen_paged_launched": dict(D=64, causal=False, launched=True, varlen=True, paged=True),
     # and their backward: dQ streams each sequence's keys through stopped windows and stores its own rows;
     # dK / dV take their key block from the table of blocks (api._key_blocks)
     "dq_d128_causal_varlen_launched": dict(D=128, causal=True, kernel="dq", launched=True, varlen=True),

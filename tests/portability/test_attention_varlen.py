@@ -242,3 +242,61 @@ def test_attention_varlen_backward_costs_no_synchronization(backend):
         torch.cuda.set_sync_debug_mode(0)
     for n, x, r in zip("qkv", xs, ref):
         assert torch.equal(x.grad.cpu(), r), f"d{n}"
+
+
+# ----------------------------------------------------------------------------- a paged cache (block_table)
+
+def _paged(lk, Hkv, D, device, page=256, seed=0, dtype=torch.bfloat16):
+    """Each sequence's keys in pages of a shuffled pool, one more page a row than its keys need, the rest of
+    the pool NaN (a cache's rows past a count may hold anything): (k_pool, v_pool, block_table, the
+    sequences' keys and values packed end to end)."""
+    g = torch.Generator().manual_seed(seed)
+    per = max(-(-n // page) for n in lk) + 1
+    npages = len(lk) * per + 3
+    order = torch.randperm(npages, generator=g)
+    table = order[:len(lk) * per].view(len(lk), per).to(torch.int32)
+    kp = torch.full((npages, page, Hkv, D), float("nan"), dtype=dtype)
+    vp = kp.clone()
+    ks, vs = [], []
+    for b, n in enumerate(lk):
+        kb, vb = (torch.randn(n, Hkv, D, generator=g).to(dtype) for _ in range(2))
+        for j in range(-(-n // page)):
+            rows = slice(j * page, min(n, (j + 1) * page))
+            kp[table[b, j], :rows.stop - rows.start] = kb[rows]
+            vp[table[b, j], :rows.stop - rows.start] = vb[rows]
+        ks.append(kb)
+        vs.append(vb)
+    return kp.to(device), vp.to(device), table.to(device), torch.cat(ks).to(device), torch.cat(vs).to(device)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_varlen_paged_cache(backend, causal):
+    """Chunked prefill: packed query chunks over keys in a paged cache, each chunk's queries after the keys
+    cached before them (causal aligns them to the last of its keys). Each sequence against float64 on its
+    own keys, and bitwise the call on the same keys packed end to end (the same key blocks, in order); the
+    NaN in the pool past each count is never read into the arithmetic."""
+    name, device = backend
+    lq, lk, H, Hkv, D = [1, 130, 0, 64], [300, 200, 3, 700], 4, 2, 128
+    g = torch.Generator().manual_seed(20 + causal)
+    q = torch.randn(sum(lq), H, D, generator=g).to(torch.bfloat16).to(device)
+    kp, vp, table, k, v = _paged(lk, Hkv, D, device, seed=21)
+    cq, ck = _offsets(lq, device), _offsets(lk, device)
+    out, lse = tiles.attention_varlen(q, kp, vp, cq, ck, max(lq), max(lk), causal=causal, backend=name,
+                                      return_lse=True, block_table=table)
+    assert out.shape == q.shape and lse.shape == (H, sum(lq)) and not torch.isnan(out).any()
+    _check_each(out.cpu(), lse.cpu(), q.cpu(), k.cpu(), v.cpu(), lq, lk, causal, D ** -0.5)
+    flat, flat_lse = tiles.attention_varlen(q, k, v, cq, ck, max(lq), max(lk), causal=causal, backend=name,
+                                            return_lse=True)
+    assert torch.equal(out, flat) and torch.equal(lse, flat_lse)
+
+
+def test_attention_varlen_paged_cache_window_and_host_tables(backend):
+    """A sliding window over the paged keys, with the offsets and the table on the CPU (checked there)."""
+    name, device = backend
+    lq, lk, window = [40, 300], [512, 300], (100, 0)
+    g = torch.Generator().manual_seed(22)
+    q = torch.randn(sum(lq), 2, 64, generator=g).to(torch.bfloat16).to(device)
+    kp, vp, table, k, v = _paged(lk, 1, 64, device, seed=23)
+    out = tiles.attention_varlen(q, kp, vp, _offsets(lq, "cpu"), _offsets(lk, "cpu"), max(lq), max(lk), causal=True,
+                                 window_size=window, backend=name, block_table=table.cpu())
+    _check_each(out.cpu(), None, q.cpu(), k.cpu(), v.cpu(), lq, lk, True, 64 ** -0.5, window=window)
