@@ -174,6 +174,9 @@ VARLEN_CASES += [  # a paged cache (block_table): k and v a pool of pages, cu_se
     ("paged: page outside the pool", {"k": _pool()[0], "v": _pool()[1],
                                       "block_table": torch.tensor([[0, 1], [3, 0]], dtype=torch.int32)}, ValueError,
      "block_table[1, 0] = 3 is no page of the pool (k holds 3 pages)"),
+    ("sinks shape", {"sinks": torch.zeros(3)}, ValueError, "sinks holds one logit a query head, shape (2,); got (3,)"),
+    ("sinks dtype", {"sinks": torch.zeros(2, dtype=torch.int32)}, TypeError,
+     "sinks must be a float32, bfloat16 or float16 tensor, got torch.int32"),
     ("paged: grads", {"k": _pool()[0].requires_grad_(), "v": _pool()[1], "block_table": _TABLE}, ValueError,
      "attention_varlen with block_table is forward only"),
 ]

@@ -259,7 +259,7 @@ def attention(q, k, v, causal: bool = False, scale: Optional[float] = None, back
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, max_seqlen_k: int, causal: bool = False,
                      scale: Optional[float] = None, backend: Optional[str] = None, return_lse: bool = False,
-                     window_size=(-1, -1), block_table=None):
+                     window_size=(-1, -1), block_table=None, sinks=None):
     """Attention over packed sequences of different lengths, FlashAttention's varlen call.
 
     q: (total_q, heads, head_dim); k, v: (total_k, kv_heads, head_dim): a batch's sequences laid end to
@@ -290,6 +290,10 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, max
     keys of its pages, and causal aligns its queries to the last of them (a chunk's queries after the
     keys cached before it). max_seqlen_k is at most the keys a row of the table holds. The entries the
     counts reach must name pages of the pool (checked on the host, as the offsets are). Forward only.
+
+    `sinks`: attention sinks (gpt-oss), one logit a query head, (heads,) float, as in tiles.attention:
+    each row's softmax takes one more term, exp(sinks[h]), with a value of zero (differentiable, the
+    sinks too); a row that sees no key gives zeros and LSE = sinks[h].
     """
     q, k, v = validate.as_tensor("q", q), validate.as_tensor("k", k), validate.as_tensor("v", v)
     paged = block_table is not None
@@ -302,6 +306,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, max
     k4, v4 = (k, v) if paged else (k[None], v[None])
     q4, k4, v4, scale, device = validate.attention(q[None], k4, v4, causal, scale, backend, paged=paged)
     validate.flag("return_lse", return_lse)
+    if sinks is not None:
+        sinks = validate.sinks(sinks, q.shape[1], device)
     left, right = validate.window_size(window_size, causal)
     cu_q = validate.cu_seqlens("cu_seqlens_q", cu_seqlens_q, q.shape[0], max_seqlen_q, "max_seqlen_q", device)
     B = cu_q.shape[0] - 1
@@ -333,9 +339,12 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, max
         fwd = _attention_varlen_fwd_impl if _direct(q4, k4, v4, cu_q, cu_k) else _attention_varlen_fwd
         out, lse = fwd(q4, k4, v4, cu_q, cu_k, max_seqlen_q, causal, scale, b.name, *window)
     out = out[0]
-    if not return_lse:
+    if not return_lse and sinks is None:
         return out
-    return out, _packed_lse(lse, cu_q, q.shape[0])
+    lse = _packed_lse(lse, cu_q, q.shape[0])
+    if sinks is not None:  # (tiles.attention's rescale, on the packed rows as a batch of one)
+        out, lse = (x[0] for x in _sink(out[None], lse[None], sinks))
+    return (out, lse) if return_lse else out
 
 
 def _packed_lse(lse: torch.Tensor, cu: torch.Tensor, total: int) -> torch.Tensor:

@@ -36,7 +36,7 @@ def _needed(request) -> tuple:
         if name.startswith(f"test_{prefix}"):
             return ks + (("gemm",) if "backward" in name else ())
     if request.node.fspath.basename == "test_attention_varlen.py":
-        return ("attention_fwd",) + (BACKWARD if "backward" in name else ())
+        return ("attention_fwd",) + (BACKWARD if any(w in name for w in ("backward", "sinks")) else ())
     if request.node.fspath.basename == "test_attention.py":
         grads = any(w in name for w in ("backward", "grad", "non_contiguous", "sliding_window", "sinks"))
         return ("attention_fwd",) + (BACKWARD if grads else ())

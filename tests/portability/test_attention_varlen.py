@@ -300,3 +300,46 @@ def test_attention_varlen_paged_cache_window_and_host_tables(backend):
     out = tiles.attention_varlen(q, kp, vp, _offsets(lq, "cpu"), _offsets(lk, "cpu"), max(lq), max(lk), causal=True,
                                  window_size=window, backend=name, block_table=table.cpu())
     _check_each(out.cpu(), None, q.cpu(), k.cpu(), v.cpu(), lq, lk, True, 64 ** -0.5, window=window)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_varlen_sinks(backend, causal):
+    """Attention sinks over packed sequences (gpt-oss's prefill): each sequence's output and LSE against
+    float64 with the sink's column, and the gradients of q, k, v and the sinks (summed over the
+    sequences) by the rule; rows that see no key give zeros and LSE = their head's sink."""
+    name, device = backend
+    lq, lk, H, Hkv, D = [90, 0, 140, 33], [60, 5, 140, 200], 4, 2, 64
+    q, k, v = _packed(lq, lk, H, Hkv, D, device, seed=24 + causal)
+    sinks = torch.randn(H, generator=torch.Generator().manual_seed(25)).to(device)
+    do = torch.randn(sum(lq), H, D, generator=torch.Generator().manual_seed(26))
+    cq, ck = _offsets(lq, "cpu").tolist(), _offsets(lk, "cpu").tolist()
+    grads, outs = {}, {}
+    for kind in ("tiles", "ref", "lp"):
+        dt = torch.float64 if kind == "ref" else q.dtype
+        xs = [x.detach().cpu().to(dt).requires_grad_() for x in (q, k, v)]
+        s = sinks.detach().cpu().to(torch.float64 if kind == "ref" else torch.float32).requires_grad_()
+        if kind == "tiles":
+            x_dev = [x.detach().to(device).requires_grad_() for x in xs]
+            s_dev = s.detach().to(device).requires_grad_()
+            out, lse = tiles.attention_varlen(*x_dev, _offsets(lq, device), _offsets(lk, device), max(lq), max(lk),
+                                              causal=causal, backend=name, return_lse=True, sinks=s_dev)
+            (out.float() * do.to(device)).sum().backward()
+            grads[kind] = [x.grad.cpu() for x in x_dev] + [s_dev.grad.cpu()]
+            outs[kind] = (out.cpu(), lse.cpu())
+            continue
+        parts, lses = [], []
+        for b in range(len(lq)):  # each sequence alone through the naive attention, summed into one loss
+            o, l = attention_ref(xs[0][None, cq[b]:cq[b + 1]], xs[1][None, ck[b]:ck[b + 1]], xs[2][None, ck[b]:ck[b + 1]],
+                                 causal, D ** -0.5, dtype=dt, sinks=s)
+            parts.append(o[0])
+            lses.append(l[0])
+        out, lse = torch.cat(parts), torch.cat(lses, 1)
+        (out * do.to(dt)).sum().backward()
+        grads[kind], outs[kind] = [x.grad for x in xs] + [s.grad], (out, lse)
+    out, lse = outs["tiles"]
+    ref, ref_lse = outs["ref"]
+    assert max_err(out, ref) <= 2 * max_err(outs["lp"][0], ref) + fl(ref)
+    assert torch.allclose(lse.double(), ref_lse, rtol=1e-4, atol=1e-4)
+    for i, n in enumerate(("q", "k", "v", "sinks")):
+        e, e_lp = max_err(grads["tiles"][i], grads["ref"][i]), max_err(grads["lp"][i], grads["ref"][i])
+        assert e <= 3 * e_lp + fl(grads["ref"][i]), f"d{n}: max error {e:.3e} > 3·{e_lp:.3e} + fl"

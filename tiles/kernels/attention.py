@@ -317,7 +317,7 @@ def _dkdv(k, Q, K, V, dO, L, Delta, dK, dV, scale, causal, D, BM, BN, dQacc=None
                 mma(dq, dss, kt, accumulate=False)
                 mma(dk, dsp, q, ta=True)  # dK's GEMM runs while dQ is scaled and added
                 mul(dq, dq, scale)
-                store_add(dQacc[b, :, h, :], dq, row=qrow0, col=0)
+                store_add(dQacc[bq, :, h, :], dq, row=q0 + qrow0, col=0)
     mul(dk, dk, scale)
     if Blocks is None:
         store(dK[b, :, hk, :], dk, row=kcol0, col=0)
