@@ -3,11 +3,13 @@
 # packed backward (tiles.attention_varlen's gradients) on hopper and cdna-emu (gfx942, gfx950) against
 # float64 and bitwise against tiles.attention on each sequence alone, its Hopper and CDNA sources through
 # the device's compilers, compute-sanitizer over packed backward launches, then its timing
-# (bench/attention_varlen.py --backward). The sanitizers also run a chunked prefill over a paged cache.
+# (bench/attention_varlen.py --backward). The sanitizers also run a chunked prefill over a paged cache; the
+# tests, Hopper's one-shot tile zeroed past a stop (tests/test_stopped_windows.py).
 #   sh bench/device_session46a.sh
 DEVICE_PYTHONPATH=bench:tests/hopper:tests/portability
 . bench/device_env.sh
-gpu_tests 200 -n 8 tests/portability/test_attention_varlen.py tests/hopper/test_attention_lower.py -k "varlen or packed"
+gpu_tests 200 -n 8 tests/portability/test_attention_varlen.py tests/hopper/test_attention_lower.py \
+    tests/test_stopped_windows.py -k "varlen or packed or stop"
 for tool in memcheck racecheck synccheck; do
   timeout 90 compute-sanitizer --tool $tool --report-api-errors no python3 -c "
 import torch, tiles

@@ -101,6 +101,9 @@ def _opcheck_cases():
         "attention_varlen_fwd": (api._attention_varlen_fwd, (q.detach().clone().requires_grad_(), k.detach().clone(),
                                                              v.detach().clone().requires_grad_(), cu_q, cu_k, 20, True,
                                                              0.125, "interp")),
+        "attention_varlen_paged_fwd": (api._attention_varlen_paged_fwd, (
+            q.detach(), r(3, 256, 2, 64), r(3, 256, 2, 64), cu_q, torch.tensor([300, 26], dtype=torch.int32),
+            torch.tensor([[0, 1], [2, 0]], dtype=torch.int32), 20, True, 0.125, "interp")),
         "attention_varlen_bwd": (api._attention_varlen_bwd, (r(1, 40, 4, 64), q.detach(), k.detach(), v.detach(), vout,
                                                              vlse, torch.rand(2, 4, 20, generator=g), cu_q, cu_k, True,
                                                              0.125, "interp")),

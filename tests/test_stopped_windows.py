@@ -14,7 +14,9 @@ import torch
 
 import tiles
 from tiles import backends
+from tiles.core.dtypes import bf16, f32
 from tiles.core.lowering import LoweringError
+from tiles.core.patterns import PingPong
 
 
 @tiles.kernel
@@ -97,19 +99,41 @@ def test_a_lowering_that_does_not_bound_stops_refuses_them():
         HopperLowering(kern)
 
 
-def test_the_hopper_attention_lowering_bounds_only_its_streamed_loads():
-    """The warp-specialized lowering zeroes the rows past a stop in the ring stages its loop streams
-    (the ragged cache's K and V); a stopped window anywhere else there is refused, not read past."""
+@tiles.kernel(overlap=PingPong(stages=2))
+def stopped_q(k, Q, K, O, *, CUT=1, BM=128, BN=128):
+    """O = (Q' Kᵀ) K tile by tile, Q' = Q's rows before Q.shape[0] - CUT (zeros after): a one-shot load
+    through a stopped window, beside a streamed one that is whole."""
+    k.grid(k.cdiv(Q.shape[0], BM))
+    q, kt = k.shared(BM, 64, bf16), k.shared(BN, 64, bf16)
+    s, p, o = k.reg(BM, BN, f32), k.reg(BM, BN, bf16), k.reg(BM, 64, f32)
+    tiles.wait(tiles.load_async(q, Q[:Q.shape[0] - CUT, :], row=k.program_id(0) * BM, col=0))
+    tiles.zero(o)
+    for j in k.pipeline(0, k.cdiv(K.shape[0], BN)):
+        tiles.wait(tiles.load_async(kt, K[:, :], row=j * BN, col=0))
+        tiles.mma(s, q, kt, tb=True, accumulate=False)
+        tiles.cast(p, s)
+        tiles.mma(o, p, kt, accumulate=True)
+    tiles.store(O[:, :], o, row=k.program_id(0) * BM, col=0)
+
+
+def test_the_hopper_attention_lowering_bounds_its_shared_tiles():
+    """The warp-specialized lowering zeroes the rows past a stop in the ring stages its loop streams (the
+    ragged cache's K and V) and in a one-shot tile (Q here) after its barrier, before a wgmma reads it;
+    a stopped window it cannot bound (along the columns) is refused, not read past."""
     from tiles.backends.hopper.lower_attention import WarpSpecializedLowering
-    from tiles.core.dtypes import bf16, f32
-    from tiles.core.patterns import PingPong
+
+    m = torch.empty(256, 64, dtype=torch.bfloat16, device="meta")
+    src = WarpSpecializedLowering(stopped_q.trace(m, m, torch.empty(256, 64, device="meta"))).lower().source
+    assert re.search(r"wait\(S\.once\[0\], it & 1\);\n\s*if \(pid0 \* 128 \+ 128 > Q_shape0 - 1\) \{  // the box runs "
+                     r"past Q\[:Q.shape0 - 1, :\]", src)
+    assert re.search(r"zero_rows\(S\.\w+, Q_shape0 - 1 - \(pid0 \* 128\), wg_thread\(\), 128\);", src)
 
     @tiles.kernel(overlap=PingPong(stages=2))
-    def stopped_q(k, Q, K, O, *, BM=128, BN=128):
+    def stopped_cols(k, Q, K, O, *, BM=128, BN=128):
         k.grid(k.cdiv(Q.shape[0], BM))
         q, kt = k.shared(BM, 64, bf16), k.shared(BN, 64, bf16)
         s, p, o = k.reg(BM, BN, f32), k.reg(BM, BN, bf16), k.reg(BM, 64, f32)
-        tiles.wait(tiles.load_async(q, Q[:Q.shape[0] - 1, :], row=k.program_id(0) * BM, col=0))
+        tiles.wait(tiles.load_async(q, Q[:, :60], row=k.program_id(0) * BM, col=0))
         tiles.zero(o)
         for j in k.pipeline(0, k.cdiv(K.shape[0], BN)):
             tiles.wait(tiles.load_async(kt, K[:, :], row=j * BN, col=0))
@@ -118,10 +142,8 @@ def test_the_hopper_attention_lowering_bounds_only_its_streamed_loads():
             tiles.mma(o, p, kt, accumulate=True)
         tiles.store(O[:, :], o, row=k.program_id(0) * BM, col=0)
 
-    m = torch.empty(256, 64, dtype=torch.bfloat16, device="meta")
-    with pytest.raises(LoweringError, match=r"load_async through Q\[:Q.shape0 - 1, :\]: a window stopped short is "
-                                            r"bounded here only where the pipelined loop streams it"):
-        WarpSpecializedLowering(stopped_q.trace(m, m, torch.empty(256, 64, device="meta"))).lower()
+    with pytest.raises(LoweringError, match=r"Q\[:, :60\]: a window stopped short is taken along its rows"):
+        WarpSpecializedLowering(stopped_cols.trace(m, m, torch.empty(256, 64, device="meta"))).lower()
 
 
 def test_the_hopper_source_compiles():
@@ -133,6 +155,10 @@ def test_the_hopper_source_compiles():
         low = SimtLowering(kfn.trace(meta, meta)).lower()
         c = runtime.compile_cuda(low.source, name=f"{low.entry}.cu", cache=False)
         assert c.cubin[:4] == b"\x7fELF"
+    from tiles.backends.hopper.lower_attention import WarpSpecializedLowering
+    m = torch.empty(256, 64, dtype=torch.bfloat16, device="meta")
+    low = WarpSpecializedLowering(stopped_q.trace(m, m, torch.empty(256, 64, device="meta"))).lower()
+    assert runtime.compile_cuda(low.source, name=f"{low.entry}.cu", cache=False).cubin[:4] == b"\x7fELF"
 
 
 GPU = torch.cuda.is_available() and getattr(torch.version, "hip", None) is None
@@ -156,3 +182,25 @@ def test_the_gpu_backends_read_zeros_past_the_stop(name, rows, cut):
     be.launch(prefix_sums, x, y)  # a stop that moves with the loop: the same f32 sums in the same order
     torch.cuda.synchronize()
     assert torch.equal(y.cpu(), want)
+
+
+@pytest.mark.skipif(not GPU, reason="needs an NVIDIA GPU (the Hopper warp-specialized kernel)")
+@pytest.mark.parametrize("rows,cut", [(256, 1), (200, 100), (256, 0)])
+def test_hopper_zeroes_a_one_shot_tile_past_its_stop(rows, cut):
+    """stopped_q on the H200 against the interpreter: Q's rows past the stop read as zeros in the one-shot
+    tile (NaN there in memory, which a missed zero would carry into O)."""
+    be = backends.get("hopper")
+    ok, why = be.available()
+    if not ok:
+        pytest.skip(f"backend hopper not present: {why}")
+    g = torch.Generator().manual_seed(rows + cut)
+    q = torch.randn(rows, 64, generator=g).to(torch.bfloat16)
+    q[rows - cut:] = float("nan")
+    kk = (torch.randn(384, 64, generator=g) / 8).to(torch.bfloat16)
+    want = torch.zeros(rows, 64)
+    backends.get("interp").launch(stopped_q, q, kk, want, CUT=cut)
+    got = torch.full((rows, 64), 7.0, device="cuda")
+    be.launch(stopped_q, q.cuda(), kk.cuda(), got, CUT=cut)
+    torch.cuda.synchronize()
+    assert not torch.isnan(got).any()
+    torch.testing.assert_close(got.cpu(), want, rtol=2e-2, atol=2e-2)

@@ -343,3 +343,39 @@ def test_attention_varlen_sinks(backend, causal):
     for i, n in enumerate(("q", "k", "v", "sinks")):
         e, e_lp = max_err(grads["tiles"][i], grads["ref"][i]), max_err(grads["lp"][i], grads["ref"][i])
         assert e <= 3 * e_lp + fl(grads["ref"][i]), f"d{n}: max error {e:.3e} > 3·{e_lp:.3e} + fl"
+
+
+def test_attention_varlen_backward_replays_from_a_cuda_graph(backend):
+    """A packed training step captured once and replayed with other offsets written in place (the same
+    packed rows, other lengths): nothing on the path reads the offsets on the host, the backward's table of
+    key blocks included, so each replay follows the new lengths; its gradients equal the eager step's."""
+    name, device = backend
+    if device == "cpu":
+        pytest.skip("CUDA graphs need a CUDA device")
+    H, Hkv, D = 4, 2, 64
+    q, k, v = _packed([300, 212], [300, 212], H, Hkv, D, device, seed=27)
+    do = torch.randn(q.shape, generator=torch.Generator().manual_seed(28)).to(q.dtype).to(device)
+    xs = [x.detach().requires_grad_() for x in (q, k, v)]
+    cq, ck = _offsets([300, 212], device), _offsets([300, 212], device)
+
+    def step():
+        out = tiles.attention_varlen(*xs, cq, ck, 400, 400, causal=True, backend=name)
+        return torch.autograd.grad(out, xs, do)
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # compiled and loaded before the capture
+        for _ in range(2):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        grads = step()
+    for lengths in ([300, 212], [112, 400], [400, 112]):  # 512 packed rows, split two ways
+        cq.copy_(_offsets(lengths, device))
+        ck.copy_(_offsets(lengths, device))
+        graph.replay()
+        torch.cuda.synchronize()
+        want = step()
+        for n, a, b_ in zip("qkv", grads, want):
+            assert torch.equal(a, b_), f"d{n} at lengths {lengths}"

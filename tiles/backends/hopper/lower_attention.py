@@ -80,7 +80,7 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
     template_dir = str(gemm_probe.TEMPLATES)
     int_call = {"min": "int_min({a}, {b})", "max": "int_max({a}, {b})", "cdiv": "ceil_div({a}, {b})"}
     reads_tensors = True  # each program reads its own sizes from a tensor (k.read: ragged key lengths)
-    stopped_windows = True  # ring tiles zeroed past a stop (zero_past_stops); other stopped windows refused there
+    stopped_windows = True  # shared tiles zeroed past a stop (zero_past_stops, zero_past_stop_once); stores bounded
 
     def __init__(self, kernel: ir.Kernel, arch: Optional[str] = None, **options):
         super().__init__(kernel, arch or ARCH)
@@ -666,6 +666,24 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
             return emit(pad)
         return [f"{pad}{{  // the key block's place in its page"] + lines + [f"{pad}}}"]
 
+    def zero_past_stop_once(self, o: ir.Op, pad: str) -> List[str]:
+        """After a consumer's wait for a one-shot tile whose window stops short (Q[:n, :]): its rows at or
+        past the stop set to zero, where the box ran past it, before any wgmma or register copy reads
+        them; as zero_past_stops does for the ring stages (each warpgroup writes the same zeros)."""
+        view, t = o.ins[0], o.outs[0]
+        if not view.stops:
+            return []
+        r, c = view.kept
+        if view.stop(c) is not None or t in self.flipped:
+            self._fail(f"{view.text()}: a window stopped short is taken along its rows, into a tile held as loaded", o)
+        row, stop = self.expr(o.attrs["row"]), self.expr(view.stop(r))
+        return [f"{pad}if ({row} + {t.rows} > {stop}) {{  // the box runs past {view.text()}: its rows from the "
+                "stop on read as zeros",
+                f"{pad}  zero_rows({self.var(t)}, {stop} - ({row}), wg_thread(), 128);",
+                f"{pad}  arch::fence_proxy_async();  // the zeros, seen by the wgmmas' async proxy",
+                f"{pad}  arch::bar_sync(4 + cw, 128);  // all of this warpgroup's zeros are in",
+                f"{pad}}}"]
+
     def op_line(self, n: ir.Op) -> str:
         v = self.var
         name = n.name
@@ -857,6 +875,7 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
                     for t in n.attrs["tokens"]:
                         i = self.tokens[t][1]
                         lines.append(f"{pad}wait(S.once[{i}], {'it & 1' if self.persistent else '0'});")
+                        lines += self.zero_past_stop_once(self.once[i], pad)
                         tile = self.once[i].outs[0]
                         if id(tile) not in self.resident:
                             continue
@@ -1189,13 +1208,14 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
     # ------------------------------------------------------------------ rendering
     def lower(self) -> Lowered:
         self.analyse()
-        for n in self.k.walk():  # zero_past_stops bounds the pipelined loop's loads, extent() the register stores
+        # zero_past_stops bounds the pipelined loop's loads, zero_past_stop_once the one-shot ones, extent() the
+        # register stores
+        for n in self.k.walk():
             stopped = [v for v in getattr(n, "ins", ()) if isinstance(v, ir.View) and v.stops]
-            if stopped and not (n.name == "load_async" and any(x is n for x in self.loop.body)
-                                or n.name == "store" and n.ins[0].kind in ("reg", "vec")):
+            if stopped and not (n.name == "load_async" or n.name == "store" and n.ins[0].kind in ("reg", "vec")):
                 self._fail(f"{n.name} through {stopped[0].text()}: a window stopped short is bounded here only "
-                           "where the pipelined loop streams it (load_async in k.pipeline) or a register tile "
-                           "or vector is stored through it", n)
+                           "where a load_async brings it to shared memory or a register tile or vector is stored "
+                           "through it", n)
         self.plan_resident()
         k = self.k
         self.consumer_regs = 240 if self.consumers <= 2 else 160  # setmaxnreg of a consumer warpgroup
