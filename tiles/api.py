@@ -126,6 +126,7 @@ def _attn_setup(ctx, inputs, output):
     q, k, v, causal, scale, backend, cache_seqlens, _, window_left, window_right = inputs  # a table comes with counts
     out, lse = output
     ctx.save_for_backward(q, k, v, out, lse)
+    ctx.set_materialize_grads(False)  # an unused LSE's gradient stays None: Delta is not rewritten by zeros
     ctx.causal, ctx.scale, ctx.backend = causal, scale, backend
     ctx.ragged = cache_seqlens is not None  # tiles.attention refuses it with grads; the op itself is public
     ctx.window = (window_left, window_right)
@@ -275,12 +276,14 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, max
 
     The offsets are checked on the host (a synchronization for offsets on the device, none for offsets on
     the CPU, which go over through pinned memory), except under CUDA graph capture or torch.compile,
-    where each program clamps its sequence into the packed rows and to max_seqlen_q.
+    where each program clamps its sequence into the packed rows and to max_seqlen_q (no access outside
+    the tensors; rows of out and of the gradients that no valid offset covers are then left unwritten).
 
     Differentiable in q, k and v, through the output and the LSE (first order, as tiles.attention). The
     backward runs the split kernels, dK / dV over a table of the sequences' key blocks (built on the
     device from the offsets, no synchronization), then dQ over the query blocks as the forward's grid;
-    it is deterministic, and each sequence's gradients are those of tiles.attention on it alone.
+    it is deterministic, and each sequence's gradients are those of tiles.attention's split backward on
+    it alone (to the bit, where tiles.attention takes that backward: not Hopper's fused one).
 
     `block_table`: the keys in a paged cache (vLLM's layout, FlashAttention's varlen call with a block
     table: chunked prefill, a prefix cache). k and v are then a pool of pages (pages, page_size,
@@ -485,6 +488,7 @@ def _varlen_setup(ctx, inputs, output):
     q, k, v, cu_q, cu_k, _, causal, scale, backend, window_left, window_right = inputs
     out, lse = output
     ctx.save_for_backward(q, k, v, out, lse, cu_q, cu_k)
+    ctx.set_materialize_grads(False)  # an unused LSE's gradient stays None: no zeros gathered and subtracted
     ctx.causal, ctx.scale, ctx.backend, ctx.window = causal, scale, backend, (window_left, window_right)
 
 
