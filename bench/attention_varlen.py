@@ -47,6 +47,17 @@ def flops(ls, D, causal):
     return 4 * pairs * D * H
 
 
+def report(rows: list, times: dict, flop: float, case: dict) -> None:
+    """Each impl's median into rows (with the case's fields), and one line of them printed."""
+    line = []
+    for n, ts in times.items():
+        ms = sorted(ts)[len(ts) // 2]
+        rows.append(dict(case, impl=n, ms=ms, tflops=flop / ms / 1e9))
+        line.append(f"{n}={ms * 1e3:.0f}us/{flop / ms / 1e9:.0f}")
+    print(f"{case.get('step', 'fwd')} S<={case['S']} D={case['D']} causal={int(case['causal'])} B={case['B']} "
+          f"tokens={case['total']}: " + " ".join(line), flush=True)
+
+
 def main():
     dev = torch.device("cuda")
     rows = []
@@ -105,12 +116,7 @@ def main():
         pt = time_interleaved({"tiles_padded": lambda x: tiles.attention(*x, causal=causal)}, pads, dev, reps=20, budget_s=4)
         times.update(pt)
         f = flops(ls, D, causal)
-        line = []
-        for n, ts in times.items():
-            ms = sorted(ts)[len(ts) // 2]
-            rows.append(dict(S=S, D=D, causal=causal, B=B, total=total, impl=n, ms=ms, tflops=f / ms / 1e9))
-            line.append(f"{n}={ms * 1e3:.0f}us/{f / ms / 1e9:.0f}")
-        print(f"S<={S} D={D} causal={int(causal)} B={B} tokens={total}: " + " ".join(line), flush=True)
+        report(rows, times, f, dict(S=S, D=D, causal=causal, B=B, total=total))
     print(json.dumps(dict(device=torch.cuda.get_device_name(), rows=rows)))
 
 
@@ -176,12 +182,7 @@ def main_backward():
         times = time_interleaved(impls, sets, dev, reps=20, budget_s=6)
         times.update(time_interleaved({"tiles_padded": padded_step}, pads, dev, reps=15, budget_s=4))
         f = 3.5 * flops(ls, D, causal)
-        line = []
-        for n, ts in times.items():
-            ms = sorted(ts)[len(ts) // 2]
-            rows.append(dict(S=S, D=D, causal=causal, B=B, total=total, impl=n, ms=ms, tflops=f / ms / 1e9, step="fwd+bwd"))
-            line.append(f"{n}={ms * 1e3:.0f}us/{f / ms / 1e9:.0f}")
-        print(f"fwd+bwd S<={S} D={D} causal={int(causal)} B={B} tokens={total}: " + " ".join(line), flush=True)
+        report(rows, times, f, dict(S=S, D=D, causal=causal, B=B, total=total, step="fwd+bwd"))
     print(json.dumps(dict(device=torch.cuda.get_device_name(), rows=rows)))
 
 

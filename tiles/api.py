@@ -47,6 +47,11 @@ def _launch(backend: str, kfn, problem: dict, *args, **kwargs):
 
 # ----------------------------------------------------------------------------- attention
 
+def _edges(left: int, right: int) -> dict:
+    """A sliding window's edges (-1: none) as the attention kernels' constexprs left / right."""
+    return {n: x for n, x in (("left", left), ("right", right)) if x >= 0}
+
+
 ATTENTION_FWD = ("attention_fwd",)
 ATTENTION_BWD = ("attention_bwd_prep", "attention_bwd_dkdv", "attention_bwd_dq")
 
@@ -68,7 +73,7 @@ def _attention_fwd_impl(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causa
     extra = tuple(t for t in (cache_seqlens, block_table) if t is not None)
     keys = k.shape[1] * (1 if block_table is None else block_table.shape[1])
     # a sliding window's edges (-1: none), the kernel's constexprs left / right where there is one
-    window = {n: x for n, x in (("left", window_left), ("right", window_right)) if x >= 0}
+    window = _edges(window_left, window_right)
     _launch(backend, attention_fwd, dict(D=D, causal=causal, Sq=Sq, Sk=keys),
             q, k, v, out, lse, scale, *extra, causal=causal, D=D, **window)
     return out, lse
@@ -98,7 +103,7 @@ def _attention_bwd_impl(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: t
         do = do.contiguous()
     delta = _empty((B, H, Sq), torch.float32, q.device)
     problem = dict(D=D, causal=causal, Sq=Sq, Sk=k.shape[1], B=B, Hkv=k.shape[2])
-    window = {n: x for n, x in (("left", window_left), ("right", window_right)) if x >= 0}  # the forward's edges
+    window = _edges(window_left, window_right)  # the forward's edges
     _launch(backend, attention_bwd_prep, problem, out, do, delta, D=D)
     if dlse is not None:
         # d lse / d scores = P, so a gradient on the LSE joins softmax's row term: dS = P ∘ (dP − (Δ − dlse)).
@@ -359,11 +364,10 @@ def _packed_lse(lse: torch.Tensor, cu: torch.Tensor, total: int) -> torch.Tensor
     return lse[seq, :, (rows - cu[seq]).clamp(0, max(lse.shape[2] - 1, 0))].t().contiguous()
 
 
-def _attention_varlen_fwd_impl(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_q: torch.Tensor,
-                               cu_k: torch.Tensor, max_seqlen_q: int, causal: bool, scale: float, backend: str,
-                               window_left: int = -1, window_right: int = -1) -> tuple[torch.Tensor, torch.Tensor]:
-    """q, k, v (1, total, heads, head_dim): out (1, total_q, heads, head_dim) and the LSE (batch, heads,
-    max_seqlen_q), its rows past a sequence's length unwritten."""
+def _packed_forward(q, k, v, cu_q, max_seqlen_q, keys, causal, scale, backend, window_left, window_right, reads):
+    """The forward over packed queries (q (1, total_q, heads, head_dim)): out as q and the LSE (batch, heads,
+    max_seqlen_q), its rows past a sequence's length unwritten. `reads`: the kernel's KLen, Pages, CuQ, CuK
+    (packed keys: CuK; a paged cache: KLen and Pages); `keys` the most a sequence has."""
     for n, t in (("q", q), ("k", k), ("v", v)):
         validate.aligned(n, t)
     B, H, D = cu_q.shape[0] - 1, q.shape[2], q.shape[3]
@@ -371,12 +375,20 @@ def _attention_varlen_fwd_impl(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
     lse = _empty((B, H, max_seqlen_q), torch.float32, q.device)
     if out.numel() == 0 or lse.numel() == 0:
         return out, lse
-    if k.shape[1] == 0:  # no keys at all: every row is fully masked
+    if keys == 0:  # no keys at all: every row is fully masked
         return out.zero_(), lse.fill_(float("inf"))
-    window = {n: x for n, x in (("left", window_left), ("right", window_right)) if x >= 0}
-    _launch(backend, attention_fwd, dict(D=D, causal=causal, Sq=max_seqlen_q, Sk=k.shape[1]),
-            q, k, v, out, lse, scale, None, None, cu_q, cu_k, causal=causal, D=D, **window)
+    _launch(backend, attention_fwd, dict(D=D, causal=causal, Sq=max_seqlen_q, Sk=keys), q, k, v, out, lse, scale,
+            *reads, causal=causal, D=D, **_edges(window_left, window_right))
     return out, lse
+
+
+def _attention_varlen_fwd_impl(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_q: torch.Tensor,
+                               cu_k: torch.Tensor, max_seqlen_q: int, causal: bool, scale: float, backend: str,
+                               window_left: int = -1, window_right: int = -1) -> tuple[torch.Tensor, torch.Tensor]:
+    """q, k, v (1, total, heads, head_dim): out (1, total_q, heads, head_dim) and the LSE (batch, heads,
+    max_seqlen_q), its rows past a sequence's length unwritten."""
+    return _packed_forward(q, k, v, cu_q, max_seqlen_q, k.shape[1], causal, scale, backend, window_left, window_right,
+                           (None, None, cu_q, cu_k))
 
 
 _attention_varlen_fwd = torch.library.custom_op("tiles::attention_varlen_fwd", _attention_varlen_fwd_impl,
@@ -395,17 +407,8 @@ def _attention_varlen_paged_fwd_impl(q: torch.Tensor, k: torch.Tensor, v: torch.
     """q (1, total_q, heads, head_dim) packed; k, v a pool of pages (pages, page size, kv_heads, head_dim),
     lens (B,) each sequence's key count in its pages, pages (B, pages a sequence) the table: out as q,
     and the LSE (batch, heads, max_seqlen_q), its rows past a sequence's length unwritten."""
-    for n, t in (("q", q), ("k", k), ("v", v)):
-        validate.aligned(n, t)
-    B, H, D = cu_q.shape[0] - 1, q.shape[2], q.shape[3]
-    out = _empty(q.shape, q.dtype, q.device)
-    lse = _empty((B, H, max_seqlen_q), torch.float32, q.device)
-    if out.numel() == 0 or lse.numel() == 0:
-        return out, lse
-    window = {n: x for n, x in (("left", window_left), ("right", window_right)) if x >= 0}
-    _launch(backend, attention_fwd, dict(D=D, causal=causal, Sq=max_seqlen_q, Sk=k.shape[1] * pages.shape[1]),
-            q, k, v, out, lse, scale, lens, pages, cu_q, None, causal=causal, D=D, **window)
-    return out, lse
+    return _packed_forward(q, k, v, cu_q, max_seqlen_q, k.shape[1] * pages.shape[1], causal, scale, backend,
+                           window_left, window_right, (lens, pages, cu_q, None))
 
 
 _attention_varlen_paged_fwd = torch.library.custom_op("tiles::attention_varlen_paged_fwd",
@@ -463,7 +466,7 @@ def _attention_varlen_bwd_impl(do: torch.Tensor, q: torch.Tensor, k: torch.Tenso
     D, total_q = q.shape[3], q.shape[1]
     delta = _empty((1, H, total_q), torch.float32, q.device)
     problem = dict(D=D, causal=causal, Sq=longest, Sk=k.shape[1], B=B, Hkv=k.shape[2])
-    window = {n: x for n, x in (("left", window_left), ("right", window_right)) if x >= 0}
+    window = _edges(window_left, window_right)
     _launch(backend, attention_bwd_prep, problem, out, do, delta, D=D)
     if dlse is not None:  # as in _attention_bwd_impl, with the LSE's gradient taken to the packed rows
         delta[0] -= _packed_lse(dlse.to(torch.float32), cu_q, total_q)

@@ -32,6 +32,14 @@ def mean_err(x, ref) -> float:
     return d.mean().item() if d.numel() else 0.0
 
 
+def check_grads_rule(names, got, ref, lp, where=""):
+    """Each gradient within 3·E(lp) + fl of the float64 one (TESTING.md): got, ref and lp in the order of
+    names (lp: the same naive computation in the inputs' dtype)."""
+    for n, g, r, x in zip(names, got, ref, lp):
+        e, e_lp = max_err(g, r), max_err(x, r)
+        assert e <= 3 * e_lp + fl(r), f"{where}d{n}: max error {e:.3e} > 3·{e_lp:.3e} + fl"
+
+
 def attention_ref(q, k, v, causal, scale, dtype=torch.float64, window=(-1, -1), sinks=None):
     """Attention in `dtype` on (B, S, H, D) inputs, the naive way: the float64 reference, or (with the
     inputs' own dtype) the low-precision PyTorch computation the rule compares against. `window`:
