@@ -15,10 +15,6 @@ of tiles.attention_varlen against the same batch padded to S through tiles.atten
 jagged tensors (where a backend differentiates them). The padded batch's gradients, taken back to the
 packed rows, check the packed ones (within 2e-2 of their largest); TFLOP/s count 3.5x the forward's
 (the forward again, and the backward's 2.5x).
-The row `tiles_varlen_sorted` (session 47, an experiment) runs the same step with dK / dV's key-block
-table sorted by work (the queries that see a block), lightest first: Hopper's walk of that grid takes
-the table's last rows first, so the heaviest blocks go in the first rounds and the lightest end the
-walk. Its gradients must equal the packed call's bitwise (each program writes only its own block).
 """
 import sys
 import json
@@ -87,7 +83,9 @@ def main():
         def kernel(x):  # the prepared launch alone (the API's checks and allocations left out)
             go = kernels.get(id(x))
             if go is None:
-                args = tuple(t[None] for t in x) + (out, lse, D ** -0.5, None, None, cu, cu)
+                blocks = api._blocks(cu, cu, W.config("attention_fwd", D=D, causal=causal, Sq=S).get("BM", 128),
+                                     total, causal)
+                args = tuple(t[None] for t in x) + (out, lse, D ** -0.5, None, None, blocks)
                 opts = W.schedule("attention_fwd", D, args, causal)
                 go = kernels[id(x)] = W.prepare(attention_fwd, *args, causal=causal, D=D, options=opts,
                                                 **W.config("attention_fwd", D=D, causal=causal, Sq=S))
@@ -123,21 +121,6 @@ def main():
         f = flops(ls, D, causal)
         report(rows, times, f, dict(S=S, D=D, causal=causal, B=B, total=total))
     print(json.dumps(dict(device=torch.cuda.get_device_name(), rows=rows)))
-
-
-def sorted_key_blocks(causal):
-    """api._key_blocks with its rows sorted by work, lightest first (empty rows first of all)."""
-    plain = api._key_blocks
-
-    def build(cu_q, cu_k, BN, total_k):
-        t = plain(cu_q, cu_k, BN, total_k).long()
-        sq, sk, kc = t[:, 2], t[:, 4], t[:, 5]
-        work = sq.clone()
-        if causal:  # bottom-right: query i sees key j <= i + (seq_k - seq_q)
-            work = sq - (kc - (sk - sq)).clamp(min=0).minimum(sq)
-        work = torch.where(sk > 0, work, torch.zeros_like(work))
-        return t[torch.sort(work, stable=True).indices].to(torch.int32).contiguous()
-    return build
 
 
 def main_backward():
@@ -187,16 +170,7 @@ def main_backward():
             ref = b_.reshape(B * S, H, D)[rows_of].float()
             err = (a.float() - ref).abs().max().item() / max(ref.abs().max().item(), 1e-30)
             assert err < 2e-2, f"d{n} of the packed call differs from the padded one's by {err:.2e} (relative)"
-        def sorted_step(x, build=sorted_key_blocks(causal)):
-            plain, api._key_blocks = api._key_blocks, build
-            try:
-                return packed_step(x)
-            finally:
-                api._key_blocks = plain
-
-        for n, a, b_ in zip("qkv", want, sorted_step(sets[0])):
-            assert torch.equal(a, b_), f"d{n} with the sorted table differs from the packed call's"
-        impls = {"tiles_varlen": packed_step, "tiles_varlen_sorted": sorted_step}
+        impls = {"tiles_varlen": packed_step}
         for name, be in (("sdpa_nested_flash", SDPBackend.FLASH_ATTENTION),
                          ("sdpa_nested_efficient", SDPBackend.EFFICIENT_ATTENTION)):
             try:

@@ -364,10 +364,12 @@ def _packed_lse(lse: torch.Tensor, cu: torch.Tensor, total: int) -> torch.Tensor
     return lse[seq, :, (rows - cu[seq]).clamp(0, max(lse.shape[2] - 1, 0))].t().contiguous()
 
 
-def _packed_forward(q, k, v, cu_q, max_seqlen_q, keys, causal, scale, backend, window_left, window_right, reads):
+def _packed_forward(q, k, v, cu_q, cu_k, max_seqlen_q, keys, causal, scale, backend, window_left, window_right,
+                    pages=None):
     """The forward over packed queries (q (1, total_q, heads, head_dim)): out as q and the LSE (batch, heads,
-    max_seqlen_q), its rows past a sequence's length unwritten. `reads`: the kernel's KLen, Pages, CuQ, CuK
-    (packed keys: CuK; a paged cache: KLen and Pages); `keys` the most a sequence has."""
+    max_seqlen_q), its rows past a sequence's length unwritten. cu_k: the keys' offsets (packed keys), or
+    with `pages` (a paged cache) the running sums of the sequences' key counts; `keys` the most a
+    sequence has."""
     for n, t in (("q", q), ("k", k), ("v", v)):
         validate.aligned(n, t)
     B, H, D = cu_q.shape[0] - 1, q.shape[2], q.shape[3]
@@ -377,8 +379,10 @@ def _packed_forward(q, k, v, cu_q, max_seqlen_q, keys, causal, scale, backend, w
         return out, lse
     if keys == 0:  # no keys at all: every row is fully masked
         return out.zero_(), lse.fill_(float("inf"))
-    _launch(backend, attention_fwd, dict(D=D, causal=causal, Sq=max_seqlen_q, Sk=keys), q, k, v, out, lse, scale,
-            *reads, causal=causal, D=D, **_edges(window_left, window_right))
+    problem = dict(D=D, causal=causal, Sq=max_seqlen_q, Sk=keys)
+    blocks = _blocks(cu_q, cu_k, _tile(backend, attention_fwd, "BM", problem), q.shape[1], causal)
+    _launch(backend, attention_fwd, problem, q, k, v, out, lse, scale, None, pages, blocks, causal=causal, D=D,
+            **_edges(window_left, window_right))
     return out, lse
 
 
@@ -387,8 +391,8 @@ def _attention_varlen_fwd_impl(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
                                window_left: int = -1, window_right: int = -1) -> tuple[torch.Tensor, torch.Tensor]:
     """q, k, v (1, total, heads, head_dim): out (1, total_q, heads, head_dim) and the LSE (batch, heads,
     max_seqlen_q), its rows past a sequence's length unwritten."""
-    return _packed_forward(q, k, v, cu_q, max_seqlen_q, k.shape[1], causal, scale, backend, window_left, window_right,
-                           (None, None, cu_q, cu_k))
+    return _packed_forward(q, k, v, cu_q, cu_k, max_seqlen_q, k.shape[1], causal, scale, backend, window_left,
+                           window_right)
 
 
 _attention_varlen_fwd = torch.library.custom_op("tiles::attention_varlen_fwd", _attention_varlen_fwd_impl,
@@ -407,8 +411,9 @@ def _attention_varlen_paged_fwd_impl(q: torch.Tensor, k: torch.Tensor, v: torch.
     """q (1, total_q, heads, head_dim) packed; k, v a pool of pages (pages, page size, kv_heads, head_dim),
     lens (B,) each sequence's key count in its pages, pages (B, pages a sequence) the table: out as q,
     and the LSE (batch, heads, max_seqlen_q), its rows past a sequence's length unwritten."""
-    return _packed_forward(q, k, v, cu_q, max_seqlen_q, k.shape[1] * pages.shape[1], causal, scale, backend,
-                           window_left, window_right, (lens, pages, cu_q, None))
+    cu_k = torch.cat([lens.new_zeros(1), lens.cumsum(0, dtype=torch.int32)])
+    return _packed_forward(q, k, v, cu_q, cu_k, max_seqlen_q, k.shape[1] * pages.shape[1], causal, scale, backend,
+                           window_left, window_right, pages)
 
 
 _attention_varlen_paged_fwd = torch.library.custom_op("tiles::attention_varlen_paged_fwd",
@@ -425,26 +430,36 @@ def _tile(backend: str, kfn, name: str, problem: dict) -> int:
     return int(backends.get(backend).config(kfn.name, **problem).get(name, kfn.signature.parameters[name].default))
 
 
-def _key_blocks(cu_q: torch.Tensor, cu_k: torch.Tensor, BN: int, total_k: int) -> torch.Tensor:
-    """The packed backward's dK / dV programs (kernels/attention.py, _key_block): one row a key block of BN
-    keys of a sequence, (sequence, its first query row, its query count, its first key, its key count,
-    the block's first key within it), the sequences' blocks in order, then rows with no keys (a program
-    that stores nothing) up to the most blocks any offsets of total_k keys can have, which sizes the grid
-    with no read of the device's offsets. Torch operations on the device, no synchronization."""
-    B = cu_k.shape[0] - 1
-    rows = max((total_k + B * (BN - 1)) // BN, 1)
+def _blocks(cu_q: torch.Tensor, cu_k: torch.Tensor, size: int, total: int, causal: bool,
+            keys: bool = False) -> torch.Tensor:
+    """Packed sequences' programs (kernels/attention.py, _block_row): one row a block of `size` query rows
+    of a sequence (the forward, dQ), or with `keys` of `size` keys (dK / dV): (sequence, its first query
+    row, its query count, its first key, its key count, the block's first row or key within it). Then
+    rows with no queries or keys (a program that stores nothing) up to the most blocks any offsets of
+    `total` rows (keys) can have, which sizes the grid with no read of the device's offsets. The blocks
+    come heaviest first (the key blocks a query block visits, or the query rows that see a key block;
+    causal masks count), so that the last programs a walk of the grid runs are its lightest (every
+    backend runs a grid's programs in order). Torch operations on the device, no synchronization."""
+    B = cu_q.shape[0] - 1
+    rows = max((total + B * (size - 1)) // size, 1)
     cq, ck = cu_q.long(), cu_k.long()
-    lens = ck[1:] - ck[:-1]
-    blocks = (lens + BN - 1).div(BN, rounding_mode="floor")
+    lq, lk = cq[1:] - cq[:-1], ck[1:] - ck[:-1]
+    blocks = ((lk if keys else lq) + size - 1).div(size, rounding_mode="floor")
     ends = blocks.cumsum(0)
-    p = torch.arange(rows, device=cu_k.device)
+    p = torch.arange(rows, device=cu_q.device)
     seq = torch.searchsorted(ends, p, right=True)
     live = seq < B
     s = seq.clamp_max(B - 1)
     zero = torch.zeros_like(p)
-    table = torch.stack([s, cq[s], torch.where(live, cq[s + 1] - cq[s], zero), ck[s], torch.where(live, lens[s], zero),
-                         torch.where(live, (p - (ends[s] - blocks[s])) * BN, zero)], 1)
-    return table.to(torch.int32).contiguous()
+    sq, sk = torch.where(live, lq[s], zero), torch.where(live, lk[s], zero)
+    at = torch.where(live, (p - (ends[s] - blocks[s])) * size, zero)
+    if keys:  # the query rows that see the block: bottom-right, row r sees keys up to r + seq_k - seq_q
+        work = sq - (at - (sk - sq)).clamp(min=0).minimum(sq) if causal else sq
+    else:  # the keys its last row sees
+        work = ((at + size).minimum(sq) + sk - sq).clamp(min=0).minimum(sk) if causal else sk
+    work = torch.where(live & (sq > 0) & (sk > 0), work, torch.full_like(work, -1))
+    table = torch.stack([s, cq[s], sq, ck[s], sk, at], 1)
+    return table[torch.sort(work, descending=True, stable=True).indices].to(torch.int32).contiguous()
 
 
 def _attention_varlen_bwd_impl(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
@@ -470,10 +485,11 @@ def _attention_varlen_bwd_impl(do: torch.Tensor, q: torch.Tensor, k: torch.Tenso
     _launch(backend, attention_bwd_prep, problem, out, do, delta, D=D)
     if dlse is not None:  # as in _attention_bwd_impl, with the LSE's gradient taken to the packed rows
         delta[0] -= _packed_lse(dlse.to(torch.float32), cu_q, total_q)
-    blocks = _key_blocks(cu_q, cu_k, _tile(backend, attention_bwd_dkdv, "BN", problem), k.shape[1])
+    blocks = _blocks(cu_q, cu_k, _tile(backend, attention_bwd_dkdv, "BN", problem), k.shape[1], causal, keys=True)
     _launch(backend, attention_bwd_dkdv, problem, q, k, v, do, lse, delta, dk, dv, scale, blocks, causal=causal, D=D,
             **window)
-    _launch(backend, attention_bwd_dq, problem, q, k, v, do, lse, delta, dq, scale, cu_q, cu_k, causal=causal, D=D,
+    blocks = _blocks(cu_q, cu_k, _tile(backend, attention_bwd_dq, "BM", problem), total_q, causal)
+    _launch(backend, attention_bwd_dq, problem, q, k, v, do, lse, delta, dq, scale, blocks, causal=causal, D=D,
             **window)
     return dq, dk, dv
 

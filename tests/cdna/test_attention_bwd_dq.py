@@ -306,13 +306,12 @@ def test_emulated_bwd_sliding_window_matches_reference(tmp_path, kernel, arch, d
 
 def lower_packed(arch, D, causal, kernel):
     """The packed backward (tiles.attention_varlen): three sequences in 1000 query / 1500 key rows, the
-    longest 512; dQ reads CuQ / CuK, dK / dV a table of 20 key blocks (api._key_blocks)."""
+    longest 512; dQ reads a table of 20 query blocks, dK / dV one of 20 key blocks (api._blocks)."""
     q, kv = meta(1, 1000, 8, D), meta(1, 1500, 2, D)
     L, delta = meta(3, 8, 512, dtype=torch.float32), meta(1, 8, 1000, dtype=torch.float32)
     cfg = backends.get("cdna").config(kernel, arch=arch, D=D)
     if kernel == "attention_bwd_dq":
-        args = (q, kv, kv, q, L, delta, meta(1, 1000, 8, D, dtype=torch.float32), 0.1, meta(4, dtype=torch.int32),
-                meta(4, dtype=torch.int32))
+        args = (q, kv, kv, q, L, delta, meta(1, 1000, 8, D, dtype=torch.float32), 0.1, meta(20, 6, dtype=torch.int32))
     else:
         out = meta(1, 1500, 2, D, dtype=torch.float32)
         args = (q, kv, kv, q, L, delta, out, out, 0.1, meta(20, 6, dtype=torch.int32))
@@ -323,18 +322,17 @@ def lower_packed(arch, D, causal, kernel):
 @pytest.mark.parametrize("arch,clang", [("gfx942", 22), ("gfx950", 22)])
 @pytest.mark.parametrize("D,causal", [(128, True), (64, False)])
 def test_packed_backward_keeps_the_plain_kernels_resources(kernel, arch, clang, D, causal):
-    """Packed sequences: each program's sequence (dQ: CuQ, CuK; dK / dV: its row of the key-block table) is
-    read once, after the program ids; the stopped windows end at the sequence's last row (the streamed
+    """Packed sequences: each program's block (its row of the table of query blocks, dQ, or key blocks, dK /
+    dV) is read once, after the program ids; the stopped windows end at the sequence's last row (the streamed
     K / V of dQ, the Q / dO of dK / dV, the stored dQ, dK, dV). No scratch or spill, the plain kernel's LDS
     and MFMAs, at most 16 more VGPRs."""
     need_clang(clang)
     low = lower_packed(arch, D, causal, kernel)
     src = low.source
+    assert all(src.count(f"Blocks[pid0 * Blocks_stride0 + {c} * Blocks_stride1]") == 1 for c in range(6))
     if kernel == "attention_bwd_dq":
-        assert src.count("CuQ[pid2 * CuQ_stride0]") == 1 and src.count("CuK[(pid2 + 1) * CuK_stride0]") == 1
         assert "imin(k0 + seq_k, K_shape1)" in src and "imin(q0 + seq_q, dQ_shape1)" in src
     else:
-        assert all(src.count(f"Blocks[pid0 * Blocks_stride0 + {c} * Blocks_stride1]") == 1 for c in range(6))
         assert "imin(q0 + seq_q, Q_shape1)" in src and "imin(k0 + seq_k, dK_shape1)" in src
         assert "mask_rows(ds, " in src  # the rows past the sequence's queries: Delta there is the next one's
     r = cc.compile_hip(src, arch, clang)

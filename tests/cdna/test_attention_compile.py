@@ -319,8 +319,8 @@ def test_emit_writes_a_unit_clang_compiles(tmp_path, arch, kernel):
 @pytest.mark.parametrize("arch,clang", [("gfx942", 22), ("gfx950", 22)])
 @pytest.mark.parametrize("D,causal", [(128, True), (64, False), (64, True)])
 def test_packed_sequences_forward_keeps_the_plain_kernels_resources(arch, clang, D, causal):
-    """Packed sequences (CuQ, CuK): each program reads its sequence's first rows and ends once, after
-    the program ids, and its O and L views end at the sequence's last row. No memory spill, the plain
+    """Packed sequences (a table of query blocks, api._blocks): each program reads its block's row of the
+    table once, after the program ids, and its O and L views end at the sequence's last row. No memory spill, the plain
     kernel's LDS and MFMAs, at most 8 more VGPRs. The D = 64 causal kernel's SGPRs are at the limit
     without them (104-106), and the sequence's offsets take a few more: clang spills up to three SGPRs
     into VGPR lanes there (v_writelane, no scratch), which the bound below allows only for that kernel."""
@@ -328,9 +328,9 @@ def test_packed_sequences_forward_keeps_the_plain_kernels_resources(arch, clang,
     q, kv = t(1, 1000, 8, D), t(1, 1500, 2, D)
     cfg = backends.get("cdna").config("attention_fwd", arch=arch, D=D)
     low = backends.get("cdna").lower(SUITE["attention_fwd"], q, kv, kv, t(1, 1000, 8, D), t(3, 8, 512, dtype=torch.float32),
-                                     D ** -0.5, None, None, t(4, dtype=torch.int32), t(4, dtype=torch.int32),
+                                     D ** -0.5, None, None, t(12, 6, dtype=torch.int32),
                                      causal=causal, D=D, arch=arch, **cfg)
-    assert low.source.count("CuQ[pid2 * CuQ_stride0]") == 1 and low.source.count("CuQ[(pid2 + 1) * CuQ_stride0]") == 1
+    assert all(low.source.count(f"Blocks[pid0 * Blocks_stride0 + {c} * Blocks_stride1]") == 1 for c in range(6))
     assert "imin(q0 + seq_q, O_shape1), O_shape3, O_stride1);" in low.source
     assert "imin(seq_q, L_shape2), L_shape2);" in low.source
     r = cc.compile_hip(low.source, arch, clang)
@@ -346,17 +346,18 @@ def test_packed_sequences_forward_keeps_the_plain_kernels_resources(arch, clang,
 @pytest.mark.parametrize("arch,clang", [("gfx942", 22), ("gfx950", 22)])
 @pytest.mark.parametrize("D,causal", [(128, True), (64, False), (64, True)])
 def test_packed_sequences_over_a_paged_cache(arch, clang, D, causal):
-    """Packed queries over a paged cache (tiles.attention_varlen with block_table: CuQ, KLen and Pages): the
-    sequence's rows and key count read once, each key block's page read from the table, no scratch, the
+    """Packed queries over a paged cache (tiles.attention_varlen with block_table: the table of query blocks
+    and Pages): the block's sequence, rows and key count read once (not its first key: the pages place the
+    keys), each key block's page read from the page table, no scratch, the
     plain kernel's LDS and MFMAs. The D = 64 causal kernel, at the SGPR limit already, moves some SGPRs into
     VGPR lanes (v_writelane; no memory), bounded here."""
     need_clang(clang)
     q, pool = t(1, 1000, 8, D), t(40, 256, 2, D)
     cfg = backends.get("cdna").config("attention_fwd", arch=arch, D=D)
     low = backends.get("cdna").lower(SUITE["attention_fwd"], q, pool, pool, t(1, 1000, 8, D), t(3, 8, 512, dtype=torch.float32),
-                                     D ** -0.5, t(3, dtype=torch.int32), t(3, 8, dtype=torch.int32), t(4, dtype=torch.int32),
-                                     None, causal=causal, D=D, arch=arch, **cfg)
-    assert low.source.count("CuQ[pid2 * CuQ_stride0]") == 1 and low.source.count("KLen[pid2 * KLen_stride0]") == 1
+                                     D ** -0.5, None, t(3, 8, dtype=torch.int32), t(12, 6, dtype=torch.int32),
+                                     causal=causal, D=D, arch=arch, **cfg)
+    assert all(low.source.count(f"Blocks[pid0 * Blocks_stride0 + {c} * Blocks_stride1]") == (c != 3) for c in range(6))
     assert "Pages[" in low.source and "imin(q0 + seq_q, O_shape1), O_shape3, O_stride1);" in low.source
     r = cc.compile_hip(low.source, arch, clang)
     _, plain = compiled(arch, clang, D, causal)

@@ -42,8 +42,8 @@ def _lower(D=128, causal=True, dtype=torch.bfloat16, options=None, kernel="fwd",
            paged=False, varlen=False, **over):
     """The lowering of one attention kernel; `launched`: with the tile sizes and schedule options the
     backend launches it with (WarpSpecializedLowering.config / SCHEDULES); `ragged`: the forward reading
-    each sequence's key count from a tensor (KLen); `varlen`: packed sequences (CuQ, CuK), with the
-    options the backend's schedule leaves them."""
+    each sequence's key count from a tensor (KLen); `varlen`: packed sequences (a table of their blocks,
+    api._blocks), with the options the backend's schedule leaves them."""
     if launched:
         name = {"fwd": "attention_fwd", "dq": "attention_bwd_dq", "dkdv": "attention_bwd_dkdv",
                 "fused": "attention_bwd_fused"}[kernel]
@@ -55,7 +55,7 @@ def _lower(D=128, causal=True, dtype=torch.bfloat16, options=None, kernel="fwd",
     if varlen and kernel in ("dq", "dkdv"):  # the packed backward: three sequences in 1000 rows, the longest 512
         q, kv = _meta(1, 1000, 16, D, dtype=dtype), _meta(1, 1000, 4, D, dtype=dtype)
         L, delta = _meta(3, 16, 512, dtype=torch.float32), _meta(1, 16, 1000, dtype=torch.float32)
-        extra = (_meta(4, dtype=torch.int32),) * 2 if kernel == "dq" else (_meta(12, 6, dtype=torch.int32),)
+        extra = (_meta(20, 6, dtype=torch.int32),) if kernel == "dq" else (_meta(12, 6, dtype=torch.int32),)
         args = (q, kv, kv, q, L, delta) + ((q,) if kernel == "dq" else (kv, kv)) + (D ** -0.5,) + extra
         name = f"attention_bwd_{kernel}"
         if launched:
@@ -68,12 +68,12 @@ def _lower(D=128, causal=True, dtype=torch.bfloat16, options=None, kernel="fwd",
         k = attention_bwd_fused.trace(q, kv, kv, q, lse, lse, kv, kv, acc, D ** -0.5, causal=causal, D=D, **over)
     elif kernel == "dq":
         k = attention_bwd_dq.trace(q, kv, kv, q, lse, lse, q, D ** -0.5, causal=causal, D=D, **over)
-    elif varlen:  # three sequences packed in 1000 rows, the longest 512
-        cu = _meta(4, dtype=torch.int32)
+    elif varlen:  # three sequences packed in 1000 rows, the longest 512: a table of 10 query blocks
+        blocks = _meta(10, 6, dtype=torch.int32)
         kv = _meta(1, 1000, 4, D, dtype=dtype)
-        cache = (None, None, cu, cu)
-        if paged:  # their keys in a paged cache: a pool of 40 pages of 256 keys, 8 pages a sequence, no CuK
-            kv, cache = _meta(40, 256, 4, D, dtype=dtype), (_meta(3, dtype=torch.int32), _meta(3, 8, dtype=torch.int32), cu, None)
+        cache = (None, None, blocks)
+        if paged:  # their keys in a paged cache: a pool of 40 pages of 256 keys, 8 pages a sequence
+            kv, cache = _meta(40, 256, 4, D, dtype=dtype), (None, _meta(3, 8, dtype=torch.int32), blocks)
         args = (_meta(1, 1000, 16, D, dtype=dtype), kv, kv, _meta(1, 1000, 16, D, dtype=dtype),
                 _meta(3, 16, 512, dtype=torch.float32), D ** -0.5) + cache
         if launched:
@@ -117,15 +117,15 @@ CASES = {
     # a paged cache: the producer reads each key block's page of the pool from the table
     "fwd_d128_causal_paged_launched": dict(D=128, causal=True, launched=True, paged=True),
     "fwd_d128_paged_split": dict(D=128, causal=False, launched=True, paged=True, options={"split_tail": True}),
-    # packed sequences: each program reads its sequence's rows and keys (CuQ, CuK), and stores O and L
-    # through windows that stop at its last row
+    # packed sequences: each program reads its block's sequence, rows and keys from the table of blocks
+    # (api._blocks), and stores O and L through windows that stop at its last row
     "fwd_d128_causal_varlen_launched": dict(D=128, causal=True, launched=True, varlen=True),
     "fwd_d64_varlen_launched": dict(D=64, causal=False, launched=True, varlen=True),
     # and over a paged cache (chunked prefill): the producer reads each key block's page from the table
     "fwd_d128_causal_varlen_paged_launched": dict(D=128, causal=True, launched=True, varlen=True, paged=True),
     "fwd_d64_varlen_paged_launched": dict(D=64, causal=False, launched=True, varlen=True, paged=True),
     # and their backward: dQ streams each sequence's keys through stopped windows and stores its own rows;
-    # dK / dV take their key block from the table of blocks (api._key_blocks)
+    # dK / dV take their key block from the table of key blocks
     "dq_d128_causal_varlen_launched": dict(D=128, causal=True, kernel="dq", launched=True, varlen=True),
     "dq_d64_varlen_launched": dict(D=64, causal=False, kernel="dq", launched=True, varlen=True),
     "dkdv_d128_varlen_launched": dict(D=128, causal=False, kernel="dkdv", launched=True, varlen=True),
@@ -449,18 +449,20 @@ def test_signature_holds_what_the_code_reads_in_the_launch_order(kernel, options
 
 @pytest.mark.parametrize("D,causal", [(128, False), (128, True), (64, False)])
 def test_packed_sequences_store_from_registers_within_their_rows(D, causal):
-    """Packed sequences (CuQ, CuK): O and L go through windows that stop at the sequence's last row, which
-    a TMA box (tma_store, ring_store) and the split tail's merge would write past; the schedule leaves
-    those out, and asking for them is refused by name. The register stores take the stop as their extent."""
-    cu = _meta(4, dtype=torch.int32)
+    """Packed sequences (a table of their blocks): O and L go through windows that stop at the sequence's
+    last row, which a TMA box (tma_store, ring_store) and the split tail's merge would write past; the
+    schedule leaves those out, and asking for them is refused by name. The register stores take the stop as
+    their extent. The table comes heaviest first, so the grid is walked in order (not reversed)."""
     args = (_meta(1, 1000, 16, D), _meta(1, 1000, 4, D), _meta(1, 1000, 4, D), _meta(1, 1000, 16, D),
-            _meta(3, 16, 512, dtype=torch.float32), D ** -0.5, None, None, cu, cu)
+            _meta(3, 16, 512, dtype=torch.float32), D ** -0.5, None, None, _meta(10, 6, dtype=torch.int32))
     opts = WarpSpecializedLowering.schedule("attention_fwd", D, args, causal) or {}
     assert not {"tma_store", "ring_store", "split_tail"} & set(opts), opts
+    assert opts.get("reverse") is False
     low = _lower(D=D, causal=causal, launched=True, varlen=True)
     assert "int_min(q0 + seq_q, O_shape1), O_shape3, o, q0 + " in low.source
-    assert "store(L + pid2 * L_stride0 + pid1 * L_stride1, L_stride2, int_min(seq_q, L_shape2), " in low.source
-    assert "CuQ[(pid2 + 1) * CuQ_stride0]" in low.source  # the end's index multiplied whole by the stride
+    assert "store(L + (b) * L_stride0 + pid1 * L_stride1, L_stride2, int_min(seq_q, L_shape2), " in low.source
+    assert "Blocks[pid0 * Blocks_stride0 + 5 * Blocks_stride1]" in low.source  # the block's first row
+    assert "const int pid0 = prog % grid0" in low.source  # in the table's order
     k = attention_fwd.trace(*args, causal=causal, D=D)
     for option, why in (("ring_store", "option ring_store: O\\[0, :q0 \\+ seq_q, pid1, :\\] stops short"),
                         ("split_tail", "option split_tail: O's window stops short")):

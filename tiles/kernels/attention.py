@@ -35,39 +35,40 @@ def _first_kv_block(k, row0, BN, Sq, Sk, left=None):
     return 0 if left is None else k.max(row0 + Sk - Sq - left, 0) // BN
 
 
-def _seq_q(k, Q, L, CuQ, b):
-    """(sequence b's first row in Q, its query count): row 0 and all of Q's rows, or with packed sequences
-    (CuQ (B + 1,) int32, FlashAttention's cu_seqlens_q; Q (1, total, H, D)) rows CuQ[b] .. CuQ[b + 1].
-    The grid is sized for the longest sequence, L's (B, H, max_seqlen_q), and the host plans the launch
-    as for it (rows from 0, max_seqlen_q of them). The reads are clamped to Q's rows and to that length,
-    so that no program stores past its own sequence's rows."""
-    if CuQ is None:
-        return 0, Q.shape[1]
-    total, longest = Q.shape[1], L.shape[2]
-    q0 = k.let(k.max(k.min(k.read(CuQ, b, bound=0), total), 0), "q0")
-    end = k.min(k.read(CuQ, b + 1, bound=longest), total)
-    return q0, k.let(k.max(k.min(end - q0, longest), 0), "seq_q")
-
-
-def _seq_k(k, K, KLen, CuK, b, Pages=None):
-    """(sequence b's first key in K, the keys it attends): key 0 and all of K's rows; or (a cache of
+def _seq_k(k, K, KLen, b, Pages=None):
+    """(the sequence's first key in K, the keys it attends): key 0 and all of K's rows, or (a cache of
     ragged lengths) the first KLen[b], clamped to the cache's keys (K's rows, or a paged cache's
-    Pages.shape[1] pages of K.shape[1] keys) so that no count reads past it; or with packed sequences
-    (CuK (B + 1,) int32, cu_seqlens_k; K (1, total, H_kv, D)) keys CuK[b] .. CuK[b + 1], clamped to K's
-    rows (the host plans with K's rows as the longest)."""
-    if CuK is not None:
-        total = K.shape[1]
-        k0 = k.let(k.max(k.min(k.read(CuK, b, bound=0), total), 0), "k0")
-        return k0, k.let(k.max(k.min(k.read(CuK, b + 1, bound=total), total) - k0, 0), "seq_k")
+    Pages.shape[1] pages of K.shape[1] keys) so that no count reads past it."""
     if KLen is None:
         return 0, K.shape[1]
     keys = K.shape[1] if Pages is None else Pages.shape[1] * K.shape[1]
     return 0, k.let(k.max(k.min(k.read(KLen, b, bound=keys), keys), 0), "seq_k")
 
 
-def _kv_windows(k, K, V, KLen, Pages, CuK, b, hk, k0, Sk, j, BN):
+def _block_row(k, Blocks, Q, K, L, Pages=None, first="row0"):
+    """Packed sequences' programs, one a block of a sequence's query rows (the forward, dQ) or keys (dK /
+    dV): (sequence b, its first query row q0, its query count, its first key k0, its key count, the
+    block's first row or key within the sequence) from row pid0 of Blocks (n, 6) int32, which the host
+    builds on the device from the offsets (api._blocks: the blocks that exist, heaviest first, then
+    empty rows). A grid over the blocks that exist, not the longest sequence's blocks for every
+    sequence: no program is empty but the last few. Each value is clamped into the packed rows (Q (1,
+    total_q, H, D); K (1, total_k, H_kv, D), or a paged cache's keys a sequence, k0 then 0) and L's (B, H,
+    max_seqlen_q), so that no program reads or writes past them whatever the table holds."""
+    total_q, Bsz, longest = Q.shape[1], L.shape[0], L.shape[2]
+    total_k = K.shape[1] if Pages is None else Pages.shape[1] * K.shape[1]
+    p = k.program_id(0)
+    b = k.let(k.max(k.min(k.read(Blocks, p, 0, bound=0), Bsz - 1), 0), "b")
+    q0 = k.let(k.max(k.min(k.read(Blocks, p, 1, bound=0), total_q), 0), "q0")
+    Sq = k.let(k.max(k.min(k.min(k.read(Blocks, p, 2, bound=longest), longest), total_q - q0), 0), "seq_q")
+    k0 = 0 if Pages is not None else k.let(k.max(k.min(k.read(Blocks, p, 3, bound=0), total_k), 0), "k0")
+    Sk = k.let(k.max(k.min(k.read(Blocks, p, 4, bound=total_k), total_k - k0), 0), "seq_k")
+    at = k.let(k.max(k.min(k.read(Blocks, p, 5, bound=0), total_k if first == "kcol0" else longest), 0), first)
+    return b, q0, Sq, k0, Sk, at
+
+
+def _kv_windows(k, K, V, KLen, Pages, packed, b, hk, k0, Sk, j, BN):
     """(K's window, V's window, the row of key block j in them) for sequence b and key / value head hk.
-    Packed sequences (CuK; k0: the sequence's first key) stop their windows at the sequence's last key
+    Packed sequences (`packed`; k0: the sequence's first key) stop their windows at the sequence's last key
     (K[0, :k0 + Sk, hk, :]), so that a block running past it reads zeros, not the next sequence's keys.
     A cache of ragged lengths stops its windows at the sequence's count (K[b, :Sk, hk, :]): a tile that
     runs past it reads zeros there, as past the tensor's end, whatever the cache holds (NaN included:
@@ -76,7 +77,7 @@ def _kv_windows(k, K, V, KLen, Pages, CuK, b, hk, k0, Sk, j, BN):
     page size is a multiple of BN, so a block lies in one page, and the page number read is clamped
     into the pool."""
     if Pages is None:
-        if CuK is not None:
+        if packed:
             return K[0, :k0 + Sk, hk, :], V[0, :k0 + Sk, hk, :], k0 + j * BN
         if KLen is None:
             return K[b, :, hk, :], V[b, :, hk, :], j * BN
@@ -90,7 +91,7 @@ def _kv_windows(k, K, V, KLen, Pages, CuK, b, hk, k0, Sk, j, BN):
 
 
 @kernel(overlap=PingPong(stages=2))
-def attention_fwd(k, Q, K, V, O, L, scale, KLen=None, Pages=None, CuQ=None, CuK=None, *, causal, D, BM=128, BN=128,
+def attention_fwd(k, Q, K, V, O, L, scale, KLen=None, Pages=None, Blocks=None, *, causal, D, BM=128, BN=128,
                   left=None, right=None):
     """O = softmax(scale · Q Kᵀ) V per (batch, head); L = log-sum-exp of each row (B, H, Sq) f32.
     Query heads share key/value heads in groups of H / H_kv (GQA, MQA). With KLen (B,) int32, sequence
@@ -98,23 +99,28 @@ def attention_fwd(k, Q, K, V, O, L, scale, KLen=None, Pages=None, CuQ=None, CuK=
     mask then aligns each sequence's rows bottom-right to its own keys. With Pages (B, pages) int32 as
     well, K and V are a pool of pages (pages, page size, H_kv, D) and sequence b's keys are in the pool's
     pages Pages[b, 0], Pages[b, 1], ... (a paged cache; the page size a multiple of BN). Packed
-    sequences (FlashAttention's varlen): with CuQ (B + 1,) int32, Q and O are (1, total, H, D) and
-    sequence b's queries are their rows CuQ[b] .. CuQ[b + 1]; L is (B, H, max_seqlen_q), its rows past a
-    sequence's count left unwritten. With CuK as well, K and V are (1, total, H_kv, D) and its keys are
-    rows CuK[b] .. CuK[b + 1]. A sliding window
+    sequences (FlashAttention's varlen): with Blocks (n, 6) int32, one row a block of BM query rows of a
+    sequence (_block_row), Q and O are (1, total, H, D) and a sequence's queries are consecutive rows of
+    them; L is (B, H, max_seqlen_q), its rows past a sequence's count left unwritten. K and V are then (1,
+    total, H_kv, D), a sequence's keys consecutive rows, or (with Pages) a pool of pages, the table's
+    key counts those of the sequences' pages. A sliding window
     (FlashAttention's window_size): with `left`, row r sees no key before its bottom-right diagonal minus
     left; with `right` (not causal), none after the diagonal plus right; the loop visits only the key
     blocks between."""
-    # packed sequences: the batch and the longest sequence are L's (B, H, max_seqlen_q)
-    Bsz, H, rows = (Q.shape[0], Q.shape[2], Q.shape[1]) if CuQ is None else (L.shape[0], Q.shape[2], L.shape[2])
-    Hkv = K.shape[2]
-    k.grid(k.cdiv(rows, BM), H, Bsz)
-    qb, h, b = k.program_id(0), k.program_id(1), k.program_id(2)
-    hk = k.let(h // (H // Hkv))  # the key / value head (named in the IR's text form)
-    row0 = k.let(qb * BM)
-    q0, Sq = _seq_q(k, Q, L, CuQ, b)
-    k0, Sk = _seq_k(k, K, KLen, CuK, b, Pages)
-    bq = b if CuQ is None else 0  # Q's and O's batch index
+    H, Hkv = Q.shape[2], K.shape[2]
+    if Blocks is None:
+        k.grid(k.cdiv(Q.shape[1], BM), H, Q.shape[0])
+        qb, h, b = k.program_id(0), k.program_id(1), k.program_id(2)
+        hk = k.let(h // (H // Hkv))  # the key / value head (named in the IR's text form)
+        row0 = k.let(qb * BM)
+        q0, Sq = 0, Q.shape[1]
+        k0, Sk = _seq_k(k, K, KLen, b, Pages)
+        bq = b  # Q's and O's batch index
+    else:  # a grid over the query blocks that exist (the table's rows), heads
+        k.grid(Blocks.shape[0], H)
+        h, bq = k.program_id(1), 0
+        hk = k.let(h // (H // Hkv))
+        b, q0, Sq, k0, Sk, row0 = _block_row(k, Blocks, Q, K, L, Pages)
 
     q = k.shared(BM, D, Q.dtype)
     kt = k.shared(BN, D, K.dtype)
@@ -134,12 +140,12 @@ def attention_fwd(k, Q, K, V, O, L, scale, KLen=None, Pages=None, CuQ=None, CuK=
     fill(m, M_INIT)
     first = _first_kv_block(k, row0, BN, Sq, Sk, left)
     stop = _kv_blocks(k, row0, BM, BN, Sq, Sk, causal, right)
-    if CuQ is not None:  # a program past its sequence's rows (the grid is the longest's) visits no key block
+    if Blocks is not None:  # the table's empty rows (past every sequence's blocks) visit no key block
         stop = first + k.max(stop - first, 0) * k.min(k.max(Sq - row0, 0), 1)
     # the key blocks may be cut into parts (the last wave of a persistent walk, short grids):
     # each part's O, normalized by its own sum, and L merge by their log-sum-exp
     for j in k.pipeline(first, stop, merge=k.lse_merge(O, L)):
-        Kc, Vc, row = _kv_windows(k, K, V, KLen, Pages, CuK, b, hk, k0, Sk, j, BN)
+        Kc, Vc, row = _kv_windows(k, K, V, KLen, Pages, Blocks is not None, b, hk, k0, Sk, j, BN)
         wait(load_async(kt, Kc, row=row, col=0),
              load_async(vt, Vc, row=row, col=0))
         mma(s, q, kt, tb=True, accumulate=False)
@@ -161,7 +167,7 @@ def attention_fwd(k, Q, K, V, O, L, scale, KLen=None, Pages=None, CuQ=None, CuK=
         mma(o, p, vt)
         copy(m, m_new)
     div_row(o, o, l)
-    if CuQ is None:
+    if Blocks is None:
         store(O[b, :, h, :], o, row=row0, col=0)
     else:  # the sequence's own rows only: the rows after them are the next sequence's
         store(O[0, :q0 + Sq, h, :], o, row=q0 + row0, col=0)
@@ -170,7 +176,7 @@ def attention_fwd(k, Q, K, V, O, L, scale, KLen=None, Pages=None, CuQ=None, CuK=
     add(alpha, alpha, m)
     mul(alpha, alpha, LN2)
     fill_where(alpha, l, "==", 0.0, math.inf)
-    store(L[b, h, :] if CuQ is None else L[b, h, :Sq], alpha, row=row0)
+    store(L[b, h, :] if Blocks is None else L[b, h, :Sq], alpha, row=row0)
 
 
 @kernel(overlap=Pipelined(stages=1))
@@ -230,30 +236,11 @@ def _q_blocks(k, kcol0, BM, BN, Sq, Sk, causal, left=None, right=None):
     return first, stop
 
 
-def _key_block(k, Blocks, Q, K, L):
-    """Packed sequences' dK / dV programs, one a key block: (sequence b, its first query row q0, its query
-    count, its first key k0, its key count, the block's first key within it) from row pid0 of Blocks
-    (n, 6) int32, which the host builds on the device from the offsets (api._key_blocks: the blocks of
-    every sequence in order, then empty rows). A grid over the blocks that exist, not the longest
-    sequence's blocks for every sequence: no program is empty but the last few. Each value is clamped
-    into the packed rows (Q (1, total_q, H, D), K (1, total_k, H_kv, D)) and L's (B, H, max_seqlen_q),
-    so that no program reads or writes past them whatever the table holds."""
-    total_q, total_k, Bsz, longest = Q.shape[1], K.shape[1], L.shape[0], L.shape[2]
-    p = k.program_id(0)
-    b = k.let(k.max(k.min(k.read(Blocks, p, 0, bound=0), Bsz - 1), 0), "b")
-    q0 = k.let(k.max(k.min(k.read(Blocks, p, 1, bound=0), total_q), 0), "q0")
-    Sq = k.let(k.max(k.min(k.min(k.read(Blocks, p, 2, bound=longest), longest), total_q - q0), 0), "seq_q")
-    k0 = k.let(k.max(k.min(k.read(Blocks, p, 3, bound=0), total_k), 0), "k0")
-    Sk = k.let(k.max(k.min(k.read(Blocks, p, 4, bound=total_k), total_k - k0), 0), "seq_k")
-    kcol0 = k.let(k.max(k.min(k.read(Blocks, p, 5, bound=0), total_k), 0), "kcol0")
-    return b, q0, Sq, k0, Sk, kcol0
-
-
 def _dkdv(k, Q, K, V, dO, L, Delta, dK, dV, scale, causal, D, BM, BN, dQacc=None, left=None, right=None,
           Blocks=None):
     """dK, dV for one key block of one KV head, looping over the query heads of its group and the
     query blocks that can see it; with dQacc, also each query block's share of dQ = dS K, added into
-    dQacc (f32) as it is made. With Blocks (packed sequences, _key_block), the key block of one
+    dQacc (f32) as it is made. With Blocks (packed sequences, _block_row), the key block of one
     sequence: Q, dO, K, V, dK and dV are (1, total, heads, D), Delta (1, H, total_q), and L the
     forward's (B, H, max_seqlen_q)."""
     H, Hkv = Q.shape[2], K.shape[2]
@@ -266,7 +253,7 @@ def _dkdv(k, Q, K, V, dO, L, Delta, dK, dV, scale, causal, D, BM, BN, dQacc=None
     else:
         k.grid(Blocks.shape[0], Hkv)
         hk, bq = k.program_id(1), 0
-        b, q0, Sq, k0, Sk, kcol0 = _key_block(k, Blocks, Q, K, L)
+        b, q0, Sq, k0, Sk, kcol0 = _block_row(k, Blocks, Q, K, L, first="kcol0")
     group = k.let(H // Hkv)  # query heads a key / value head serves
 
     kt = k.shared(BN, D, K.dtype)
@@ -332,7 +319,7 @@ def attention_bwd_dkdv(k, Q, K, V, dO, L, Delta, dK, dV, scale, Blocks=None, *, 
                        right=None):
     """dK, dV for one key block of one KV head. Deterministic: no atomics (dQ comes from
     attention_bwd_dq). `left` / `right`: the forward's sliding window. Packed sequences (FlashAttention's
-    varlen): with Blocks (n, 6) int32 (one row a key block of a sequence, _key_block), Q, K, V, dO, dK
+    varlen): with Blocks (n, 6) int32 (one row a key block of a sequence, _block_row), Q, K, V, dO, dK
     and dV are (1, total, heads, D) and Delta (1, H, total_q); L is the forward's (B, H, max_seqlen_q)."""
     _dkdv(k, Q, K, V, dO, L, Delta, dK, dV, scale, causal, D, BM, BN, left=left, right=right, Blocks=Blocks)
 
@@ -348,22 +335,25 @@ def attention_bwd_fused(k, Q, K, V, dO, L, Delta, dK, dV, dQacc, scale, *, causa
 
 
 @kernel(overlap=Pipelined(stages=2))
-def attention_bwd_dq(k, Q, K, V, dO, L, Delta, dQ, scale, CuQ=None, CuK=None, *, causal, D, BM=64, BN=128, left=None,
+def attention_bwd_dq(k, Q, K, V, dO, L, Delta, dQ, scale, Blocks=None, *, causal, D, BM=64, BN=128, left=None,
                      right=None):
     """dQ for one query block: loops over the key blocks it can see, as the forward does (a sliding
-    window's too). Packed sequences (FlashAttention's varlen), as the forward takes them: with CuQ and
-    CuK (B + 1,) int32, Q, K, V, dO and dQ are (1, total, heads, D), Delta (1, H, total_q), and L the
-    forward's (B, H, max_seqlen_q), whose shape sizes the grid; sequence b's programs stream its own
-    keys and store its own rows of dQ."""
-    Bsz, H, rows = (Q.shape[0], Q.shape[2], Q.shape[1]) if CuQ is None else (L.shape[0], Q.shape[2], L.shape[2])
-    Hkv = K.shape[2]
-    k.grid(k.cdiv(rows, BM), H, Bsz)
-    qb, h, b = k.program_id(0), k.program_id(1), k.program_id(2)
-    hk = k.let(h // (H // Hkv))
-    qrow0 = k.let(qb * BM)
-    q0, Sq = _seq_q(k, Q, L, CuQ, b)
-    k0, Sk = _seq_k(k, K, None, CuK, b)
-    bq = b if CuQ is None else 0  # the batch index of the packed tensors
+    window's too). Packed sequences (FlashAttention's varlen), as the forward takes them: with Blocks
+    (n, 6) int32, one row a block of BM query rows of a sequence (_block_row), Q, K, V, dO and dQ are
+    (1, total, heads, D), Delta (1, H, total_q), and L the forward's (B, H, max_seqlen_q); a sequence's
+    programs stream its own keys and store its own rows of dQ."""
+    H, Hkv = Q.shape[2], K.shape[2]
+    if Blocks is None:
+        k.grid(k.cdiv(Q.shape[1], BM), H, Q.shape[0])
+        qb, h, b = k.program_id(0), k.program_id(1), k.program_id(2)
+        hk = k.let(h // (H // Hkv))
+        qrow0 = k.let(qb * BM)
+        bq, q0, Sq, k0, Sk = b, 0, Q.shape[1], 0, K.shape[1]
+    else:
+        k.grid(Blocks.shape[0], H)
+        h, bq = k.program_id(1), 0
+        hk = k.let(h // (H // Hkv))
+        b, q0, Sq, k0, Sk, qrow0 = _block_row(k, Blocks, Q, K, L)
 
     q = k.shared(BM, D, Q.dtype)
     do = k.shared(BM, D, dO.dtype)
@@ -387,17 +377,17 @@ def attention_bwd_dq(k, Q, K, V, dO, L, Delta, dQ, scale, CuQ=None, CuK=None, *,
     zero(dq)
     first = _first_kv_block(k, qrow0, BN, Sq, Sk, left)
     stop = _kv_blocks(k, qrow0, BM, BN, Sq, Sk, causal, right)
-    if CuQ is not None:  # a program past its sequence's rows (the grid is the longest's) visits no key block
+    if Blocks is not None:  # the table's empty rows (past every sequence's blocks) visit no key block
         stop = first + k.max(stop - first, 0) * k.min(k.max(Sq - qrow0, 0), 1)
     for j in k.pipeline(first, stop):
-        Kc, Vc, row = _kv_windows(k, K, V, None, None, CuK, b, hk, k0, Sk, j, BN)
+        Kc, Vc, row = _kv_windows(k, K, V, None, None, Blocks is not None, b, hk, k0, Sk, j, BN)
         wait(load_async(kt, Kc, row=row, col=0),
              load_async(vt, Vc, row=row, col=0))
         _probabilities(k, s, p, q, kt, lse, qrow0, j * BN, Sq, Sk, scale, causal, left, right)
         _dscores(k, ds, dsp, dp, s, do, vt, delta)
         mma(dq, dsp, kt)
     mul(dq, dq, scale)
-    if CuQ is None:
+    if Blocks is None:
         store(dQ[b, :, h, :], dq, row=qrow0, col=0)
     else:  # the sequence's own rows only
         store(dQ[0, :q0 + Sq, h, :], dq, row=q0 + qrow0, col=0)

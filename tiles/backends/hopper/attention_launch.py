@@ -32,6 +32,8 @@ SPLIT_TAIL_KEYS = {128: 4096, 64: 8192}
 # are short on average). With the split tail's whole tiles (session 38, bench/attention_clock.py ab,
 # rested launches interleaved): 1.005 at 4k (0.7 % fewer cycles), 0.995 at 8k, 0.989 at 16k.
 RING_STORE_QUERIES = {False: 4096, True: None}
+# where a kernel takes packed sequences' table of blocks (Blocks) among its arguments
+TABLE_AT = {"attention_fwd": 8, "attention_bwd_dq": 8, "attention_bwd_dkdv": 9}
 
 
 def tma_ready(t) -> bool:
@@ -351,11 +353,16 @@ class AttentionLaunch:
         import torch
         opts = dict(cls.SCHEDULES.get((kernel, D)) or {})
         Sq = tensors[0].shape[1] if tensors and isinstance(tensors[0], torch.Tensor) else None
-        # packed sequences (CuQ): the longest is L's rows, and O's store stops at each sequence's last row,
-        # which neither a TMA box nor the split's merge respects: those options are left out below
-        packed = kernel == "attention_fwd" and len(tensors) > 8 and isinstance(tensors[8], torch.Tensor)
+        # packed sequences (a table of their blocks, api._blocks): the longest is L's rows, and O's store
+        # stops at each sequence's last row, which neither a TMA box nor the split's merge respects: those
+        # options are left out below. The table comes heaviest first: walked in order, a head's blocks
+        # together (those running at once read a few sequences' keys of one head, which L2 holds; all
+        # heads of a few blocks, heavy first, would read every head's)
+        at = TABLE_AT.get(kernel)
+        packed = at is not None and len(tensors) > at and isinstance(tensors[at], torch.Tensor)
         if packed:
             Sq = tensors[4].shape[2]
+            opts.update(order="pid0_fastest", reverse=False)
         short = Sq is not None and (D == 64 and (Sq <= 1024 or causal and Sq <= 2048) or D == 128 and causal and Sq <= 512)
         if kernel == "attention_fwd" and short:
             opts["tma_store"] = True
@@ -379,7 +386,7 @@ class AttentionLaunch:
                 tma_ready(t) for t in tensors if isinstance(t, torch.Tensor) and t.element_size() == 2):
             opts.pop("tma_store", None)  # stored from registers, which takes any strides
             opts.pop("ring_store", None)
-        if packed:
+        if packed and kernel == "attention_fwd":
             opts.pop("tma_store", None)
             opts.pop("ring_store", None)
         if split_tail and "tma_store" not in opts and not packed:

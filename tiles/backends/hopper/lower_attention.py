@@ -154,7 +154,7 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
         known = {"stages", "consumers", "pingpong", "rotate", "hoist", "persistent", "order", "fold", "early_release",
                  "window", "continuous_turns", "uniform_warpgroup", "tree_max", "prefetch", "ds_stages",
                  "reducer", "whole_tile_stores", "peel", "wide_stores", "tma_store",
-                 "stmatrix", "vec_tma", "resident", "quad_sums", "split_tail", "ring_store", "kv_rings"}
+                 "stmatrix", "vec_tma", "resident", "quad_sums", "split_tail", "ring_store", "kv_rings", "reverse"}
         unknown = set(self.options) - known
         if unknown:
             self._fail(f"unknown options {sorted(unknown)} (known: {sorted(known)})")
@@ -177,7 +177,9 @@ class WarpSpecializedLowering(SchedulePlans, AttentionLaunch, Lowering):
         self.order = self.options.get("order", "heavy_first" if varying else "pid0_fastest")
         # programs are walked with program 0 in reverse unless the low program ids are the heavy ones
         # (the forward's last query blocks see the most keys; dK/dV's first key blocks see the most queries)
-        self.reverse = not varying or self._trips(loop, 0) <= self._trips(loop, -1)
+        # (the launcher walks a grid over a table of packed sequences' blocks in order: the table comes
+        # heaviest first)
+        self.reverse = bool(self.options.get("reverse", not varying or self._trips(loop, 0) <= self._trips(loop, -1)))
         self.stages = int(self.options.get("stages", self.stages))
         self.consumers = int(self.options.get("consumers", self.consumers))
         # PingPong's turn-taking is written for two warpgroups; three run side by side
