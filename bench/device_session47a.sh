@@ -2,7 +2,7 @@
 # Session 47, first call: packed sequences on the GPU. Session 46's backward and paged prefill (never run
 # on a GPU) with this session's tables of blocks (api._blocks: the forward's and dQ's query blocks, dK /
 # dV's key blocks, heaviest first, walked in order), on hopper and cdna-emu; then the packed timing
-# against the code before the tables: OLD (a checkout of 5f0e6f1, copied beside the tree, not committed)
+# against the code before the tables: OLD (a checkout of 3acecf1, copied beside the tree, not committed)
 # runs the same benchmarks in the same process order.
 #   OLD=old47 sh bench/device_session47a.sh
 DEVICE_PYTHONPATH=bench:tests/hopper:tests/portability
