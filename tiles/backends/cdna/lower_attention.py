@@ -794,7 +794,7 @@ BWD_TEMPLATE_NAMES = frozenset("smem tid w wrow wkey grid0 grid1 grid2 wg pid0 p
 
 def _tensor_params(lowering, n: int, ranks: List[int], expect: str) -> List[ir.Param]:
     """The kernel's n tensor parameters of these ranks, after which only tensors the programs read their
-    sizes from may follow (k.read: packed sequences' offsets, a table of key blocks)."""
+    sizes from may follow (k.read: packed sequences' table of blocks)."""
     k = lowering.k
     core, extra = k.params[:n], k.params[n:]
     if [p.rank for p in core] != ranks or len(k.scalars) != 1 or any(p not in k.reads for p in extra):
@@ -804,7 +804,8 @@ def _tensor_params(lowering, n: int, ranks: List[int], expect: str) -> List[ir.P
 
 class CDNAAttentionBwdDqLowering(CDNAAttentionLowering):
     """IR -> HIP for ``attention_bwd_dq``; the non-mma IR ops go through the forward's ``op`` one by one.
-    Packed sequences (CuQ, CuK read with k.read) are declared once a program, after its program ids."""
+    Packed sequences (a row of the table of query blocks, read with k.read) are declared once a program,
+    after its program ids."""
 
     def ops(self, nodes) -> List[str]:
         return _cxx_names(super().ops(nodes))
