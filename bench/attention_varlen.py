@@ -80,16 +80,16 @@ def main():
         lse = torch.empty(B, H, S, device=dev)
         kernels = {}
 
-        def kernel(x):  # the prepared launch alone (the API's checks and allocations left out)
-            go = kernels.get(id(x))
-            if go is None:
+        def kernel(x):  # the prepared launch alone (the API's checks, allocations and table left out)
+            if id(x) not in kernels:
                 blocks = api._blocks(cu, cu, W.config("attention_fwd", D=D, causal=causal, Sq=S).get("BM", 128),
                                      total, causal)
                 args = tuple(t[None] for t in x) + (out, lse, D ** -0.5, None, None, blocks)
                 opts = W.schedule("attention_fwd", D, args, causal)
-                go = kernels[id(x)] = W.prepare(attention_fwd, *args, causal=causal, D=D, options=opts,
-                                                **W.config("attention_fwd", D=D, causal=causal, Sq=S))
-            go()
+                go = W.prepare(attention_fwd, *args, causal=causal, D=D, options=opts,
+                               **W.config("attention_fwd", D=D, causal=causal, Sq=S))
+                kernels[id(x)] = go, blocks  # a prepared launch keeps no tensor alive: the table is kept here
+            kernels[id(x)][0]()
             return out[0]
 
         def nested(backend):
