@@ -27,7 +27,9 @@ except Exception as e:
 for dir in . "$OLD"; do
   for D in 64 128; do for c in 0 1; do case_py $dir $D $c fwd; case_py $dir $D $c bwd; done; done
 done
-cd . && PYTHONPATH=. timeout 120 compute-sanitizer --tool memcheck --report-api-errors no python3 -c "
+timeout 90 python3 -m pytest -x -q -p no:cacheprovider -p no:xdist -W ignore tests/test_stopped_windows.py 2>&1 | \
+  grep -a -E "^E  |passed|failed|^____" | cut -c1-250 | head -12
+PYTHONPATH=. timeout 100 compute-sanitizer --tool memcheck --report-api-errors no python3 -c "
 import torch, tiles
 cu = torch.tensor([0, 5, 300, 300, 1000], dtype=torch.int32, device='cuda')
 q, k, v = (torch.randn(1000, 8, 128, device='cuda', dtype=torch.bfloat16).requires_grad_() for _ in range(3))
