@@ -337,19 +337,18 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, max
         validate.index_range(n, t, b.max_index)
     left, right = validate.void_edges(left, right, max_seqlen_k, max_seqlen_q)
     window = (-1 if left is None else left, -1 if right is None else right)
-    cu_q = validate.to_device(cu_q, device)
+    # the offsets stay where the host read them: the kernels' tables of blocks are built there
     if paged:
-        lens, pages = validate.to_device(lens, device), validate.to_device(pages, device)
+        pages = validate.to_device(pages, device)
         fwd = _attention_varlen_paged_fwd_impl if _direct(q4, k4, v4, cu_q, lens, pages) else _attention_varlen_paged_fwd
         out, lse = fwd(q4, k4, v4, cu_q, lens, pages, max_seqlen_q, causal, scale, b.name, *window)
     else:
-        cu_k = validate.to_device(cu_k, device)
         fwd = _attention_varlen_fwd_impl if _direct(q4, k4, v4, cu_q, cu_k) else _attention_varlen_fwd
         out, lse = fwd(q4, k4, v4, cu_q, cu_k, max_seqlen_q, causal, scale, b.name, *window)
     out = out[0]
     if not return_lse and sinks is None:
         return out
-    lse = _packed_lse(lse, cu_q, q.shape[0])
+    lse = _packed_lse(lse, validate.to_device(cu_q, device), q.shape[0])
     if sinks is not None:  # (tiles.attention's rescale, on the packed rows as a batch of one)
         out, lse = (x[0] for x in _sink(out[None], lse[None], sinks))
     return (out, lse) if return_lse else out
@@ -380,7 +379,7 @@ def _packed_forward(q, k, v, cu_q, cu_k, max_seqlen_q, keys, causal, scale, back
     if keys == 0:  # no keys at all: every row is fully masked
         return out.zero_(), lse.fill_(float("inf"))
     problem = dict(D=D, causal=causal, Sq=max_seqlen_q, Sk=keys)
-    blocks = _blocks(cu_q, cu_k, _tile(backend, attention_fwd, "BM", problem), q.shape[1], causal)
+    blocks = _table(cu_q, cu_k, _tile(backend, attention_fwd, "BM", problem), q.shape[1], causal, q.device)
     _launch(backend, attention_fwd, problem, q, k, v, out, lse, scale, None, pages, blocks, causal=causal, D=D,
             **_edges(window_left, window_right))
     return out, lse
@@ -428,6 +427,14 @@ def _(q, k, v, cu_q, lens, pages, max_seqlen_q, causal, scale, backend, window_l
 def _tile(backend: str, kfn, name: str, problem: dict) -> int:
     """The tile size `name` (BM, BN) a backend launches kernel kfn with: its config's, or the kernel's own."""
     return int(backends.get(backend).config(kfn.name, **problem).get(name, kfn.signature.parameters[name].default))
+
+
+def _table(cu_q: torch.Tensor, cu_k: torch.Tensor, size: int, total: int, causal: bool, device,
+           keys: bool = False) -> torch.Tensor:
+    """_blocks built where the offsets are (the host, wherever it read them: a few dozen small torch
+    operations there cost the device nothing, where on the device they took about 140 us an H100 call,
+    session 47), then on `device`."""
+    return validate.to_device(_blocks(cu_q, cu_k, size, total, causal, keys), device)
 
 
 def _blocks(cu_q: torch.Tensor, cu_k: torch.Tensor, size: int, total: int, causal: bool,
@@ -484,11 +491,12 @@ def _attention_varlen_bwd_impl(do: torch.Tensor, q: torch.Tensor, k: torch.Tenso
     window = _edges(window_left, window_right)
     _launch(backend, attention_bwd_prep, problem, out, do, delta, D=D)
     if dlse is not None:  # as in _attention_bwd_impl, with the LSE's gradient taken to the packed rows
-        delta[0] -= _packed_lse(dlse.to(torch.float32), cu_q, total_q)
-    blocks = _blocks(cu_q, cu_k, _tile(backend, attention_bwd_dkdv, "BN", problem), k.shape[1], causal, keys=True)
+        delta[0] -= _packed_lse(dlse.to(torch.float32), validate.to_device(cu_q, q.device), total_q)
+    blocks = _table(cu_q, cu_k, _tile(backend, attention_bwd_dkdv, "BN", problem), k.shape[1], causal, q.device,
+                    keys=True)
     _launch(backend, attention_bwd_dkdv, problem, q, k, v, do, lse, delta, dk, dv, scale, blocks, causal=causal, D=D,
             **window)
-    blocks = _blocks(cu_q, cu_k, _tile(backend, attention_bwd_dq, "BM", problem), total_q, causal)
+    blocks = _table(cu_q, cu_k, _tile(backend, attention_bwd_dq, "BM", problem), total_q, causal, q.device)
     _launch(backend, attention_bwd_dq, problem, q, k, v, do, lse, delta, dq, scale, blocks, causal=causal, D=D,
             **window)
     return dq, dk, dv

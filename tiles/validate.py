@@ -277,8 +277,9 @@ def cu_seqlens(name: str, cu, total: Optional[int], longest, longest_name: str, 
     key counts, which end anywhere), non-decreasing, no sequence longer than `longest` (max_seqlen, an
     int; it sizes the grid). The values are checked on the host, which for offsets on the device is one
     synchronization with it, except while a CUDA graph is captured or torch.compile traces; there the
-    kernels clamp each sequence into the packed rows and to `longest`. Returns it as int32 where it was
-    given (to_device moves it)."""
+    kernels clamp each sequence into the packed rows and to `longest`. Returns it as int32, on the host
+    wherever the host read it (one copy from the device: the tables of blocks are then built there and
+    reach the device through pinned memory), else where it was given (to_device moves it)."""
     cu = int_tensor(name, cu, "offsets", device)
     if cu.dim() != 1 or cu.shape[0] == 0 or batch is not None and cu.shape[0] != batch + 1:
         want = "(batch + 1,)" if batch is None else f"({batch + 1},), as cu_seqlens_q"
@@ -288,6 +289,7 @@ def cu_seqlens(name: str, cu, total: Optional[int], longest, longest_name: str, 
     if total is not None and total >= 2 ** 31:
         raise ValueError(f"{name}: {total} packed rows reach past 2^31, the kernels' 32-bit row positions")
     if _host_may_read(name, cu, device):
+        cu = cu.cpu()  # one synchronization for offsets on the device, none for the host's
         first, last = int(cu[0]), int(cu[-1])
         if total is None and first != 0:
             raise ValueError(f"{name} must start at 0 (the running sums of the sequences' key counts); got {first}")
