@@ -446,7 +446,7 @@ def _blocks(cu_q: torch.Tensor, cu_k: torch.Tensor, size: int, total: int, causa
     `total` rows (keys) can have, which sizes the grid with no read of the device's offsets. The blocks
     come heaviest first (the key blocks a query block visits, or the query rows that see a key block;
     causal masks count), so that the last programs a walk of the grid runs are its lightest (every
-    backend runs a grid's programs in order). Torch operations on the device, no synchronization."""
+    backend runs a grid's programs in order). Torch operations where the offsets are, no synchronization."""
     B = cu_q.shape[0] - 1
     rows = max((total + B * (size - 1)) // size, 1)
     cq, ck = cu_q.long(), cu_k.long()

@@ -364,7 +364,7 @@ class AttentionLaunch:
             Sq = tensors[4].shape[2]
             opts.update(order="pid0_fastest", reverse=False)
             # L and Delta by the producer's TMA faulted (CUDA_ERROR_ILLEGAL_INSTRUCTION at the ring's first
-            # loads, session 47, bench/varlen_bwd_bisect.py): a packed launch reads them from registers
+            # loads, session 47, bench/varlen_bwd_bisect.py): in a packed launch the consumers load them
             opts.pop("vec_tma", None)
         short = Sq is not None and (D == 64 and (Sq <= 1024 or causal and Sq <= 2048) or D == 128 and causal and Sq <= 512)
         if kernel == "attention_fwd" and short:

@@ -10,7 +10,8 @@ default). The plan_* steps here decide the larger ones once per lowering, before
   consumers' registers (`loop_registers`; ptxas would spill).
 * `stages` deepens the ring past the declared depth while shared memory allows (up to 4).
 * `persistent`: one CTA per SM walks the programs (program 0 slowest, from its heavy end, when the
-  loop's trip count depends on a program id, so rounds hold equal work).
+  loop's trip count depends on a program id, so rounds hold equal work). `order` and `reverse` set
+  the walk's order outright: a packed launch walks its table of blocks (heaviest first) in order.
 * `window` walks such a grid instead in pairs of programs of equal work (program 0's heavy and light
   ends), in windows of heads whose streamed tiles fit in L2 (plan_window).
 * `fold` moves the softmax's scale into its exponent, `mul` + `row_max` + `sub_row` + `exp2` → one
