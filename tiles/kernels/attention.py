@@ -49,8 +49,7 @@ def _block_row(k, Blocks, Q, K, L, Pages=None, first="row0"):
     """Packed sequences' programs, one a block of a sequence's query rows (the forward, dQ) or keys (dK /
     dV): (sequence b, its first query row q0, its query count, its first key k0, its key count, the
     block's first row or key within the sequence) from row pid0 of Blocks (n, 6) int32, which the host
-    builds on the device from the offsets (api._blocks: the blocks that exist, heaviest first, then
-    empty rows). A grid over the blocks that exist, not the longest sequence's blocks for every
+    builds from the offsets (api._blocks: the blocks that exist, heaviest first, then empty rows). A grid over the blocks that exist, not the longest sequence's blocks for every
     sequence: no program is empty but the last few. Each value is clamped into the packed rows (Q (1,
     total_q, H, D); K (1, total_k, H_kv, D), or a paged cache's keys a sequence, k0 then 0) and L's (B, H,
     max_seqlen_q), so that no program reads or writes past them whatever the table holds."""
